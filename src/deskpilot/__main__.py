@@ -1,0 +1,5 @@
+import sys
+
+from deskpilot.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Compiled kernels (built by setup.py from native/*.pyx). Import through deskpilot.imaging."""

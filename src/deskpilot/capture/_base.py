@@ -1,0 +1,67 @@
+"""What a capture backend provides to the :class:`~deskpilot.capture.Capturer` facade.
+
+Backends only make OS calls and hand raw buffers over; all pixel work (crop, cursor
+compositing, downscale, RGB, PNG) happens in :mod:`deskpilot.imaging`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot.geometry import Rect
+
+__all__ = ["CaptureBackend", "CursorImage", "CursorKind", "Monitor"]
+
+#: How a cursor image is encoded (see :func:`deskpilot.imaging.composite_cursor`):
+#: ``premultiplied`` / ``straight``: HxWx4 BGRA with alpha;
+#: ``masked``: HxWx4 BGRA colour whose alpha byte is the AND mask (0 = replace, 0xFF = XOR screen);
+#: ``mono``: HxWx2 uint8, plane 0 the AND mask and plane 1 the XOR mask (0 or 1 per pixel).
+CursorKind = Literal["premultiplied", "straight", "masked", "mono"]
+
+
+@dataclass(frozen=True, slots=True)
+class Monitor:
+    """One monitor in physical pixels of the virtual desktop."""
+
+    index: int  # 1-based, as in mss; 0 is reserved for "all monitors"
+    rect: Rect
+    primary: bool
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CursorImage:
+    """The pointer's picture and where it is, in physical virtual-desktop pixels."""
+
+    pixels: npt.NDArray[np.uint8]
+    kind: CursorKind
+    hotspot: tuple[int, int]
+    position: tuple[int, int]  # the pointer (hotspot) position
+    serial: int = 0  # changes when the cursor shape changes (cache key)
+
+
+class CaptureBackend(Protocol):
+    """A source of raw BGRA frames."""
+
+    name: str
+
+    def monitors(self) -> list[Monitor]:
+        """All monitors, primary flagged; indexes are 1-based."""
+        ...
+
+    def grab_bgra(self, rect: Rect) -> npt.NDArray[np.uint8]:
+        """Pixels of ``rect`` as an HxWx4 BGRA uint8 array (may be a view into a buffer
+        the backend reuses: valid until the next call)."""
+        ...
+
+    def cursor(self) -> CursorImage | None:
+        """The current cursor, or None if it is hidden or the backend cannot read it."""
+        ...
+
+    def close(self) -> None:
+        """Release every OS resource (DCs, bitmaps, X connections). Idempotent."""
+        ...

@@ -1,0 +1,54 @@
+"""The ``deskpilot`` command.
+
+Each subcommand lives in its own module under :mod:`deskpilot.commands` and exposes
+``register(subparsers)``; this file only wires them together, so that ``deskpilot
+--help`` imports no numpy, no capture backend and no HTTP client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from deskpilot._errors import DeskpilotError
+from deskpilot._version import __version__
+
+__all__ = ["main"]
+
+#: Subcommand modules, in the order --help lists them.
+COMMANDS: tuple[str, ...] = ()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="deskpilot",
+        description="Fast screen capture and a desktop agent driven by a vision-language model.",
+    )
+    parser.add_argument("--version", action="version", version=f"deskpilot {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"deskpilot.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except DeskpilotError as exc:
+        print(f"deskpilot: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("deskpilot: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

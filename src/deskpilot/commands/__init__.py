@@ -1,0 +1,1 @@
+"""Subcommands of the ``deskpilot`` CLI; each module exposes ``register(subparsers)``."""
