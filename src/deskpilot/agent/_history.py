@@ -1,0 +1,441 @@
+"""The conversation: messages, screenshot/think pruning, and request bytes from a cache.
+
+Message kinds (seed 000's layout):
+
+* ``system`` and the task (``role=user``, text);
+* ``assistant`` messages as :attr:`Completion.message` gives them;
+* ``tool`` results: ``{"role": "tool", "tool_call_id", "name", "content": "<JSON payload>"}``;
+* observations: ``{"role": "user", "content": [{"type": "text", ...},
+  {"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}]}``, kept apart
+  from the tool message so the tool result stays small JSON and the image is a user turn.
+
+Pruning: only the last ``keep_last_screenshots`` observation images stay; older ones become
+a text part ``"[screenshot omitted: turn N]"``. Only the last ``keep_last_thinks`` assistant
+messages keep their ``<think>`` blocks. With ``prune_chunk=K`` pruning waits until K
+messages are due and then prunes them together, so the request stays a byte-for-byte
+extension of the previous one for K-1 turns in a row. Servers with a prompt cache
+(llama.cpp, LM Studio, vLLM's prefix cache) reuse the longest common prefix of two
+requests; every edit early in the prompt forces them to re-process everything after it,
+images included (the vision encoder runs again for each). See ``bench_request.py`` for
+the measured effect.
+
+Speed: every message is serialized once (orjson) and its bytes kept;
+:meth:`History.build_request` only joins cached parts, so a turn serializes just its new
+messages. An image is base64-encoded once and spliced into its message bytes without
+being copied through a JSON encoder. The output is byte-identical to
+``orjson.dumps(history.request_dict(...))`` (the tests check it).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from deskpilot.agent._toolcalls import strip_think
+
+__all__ = ["History", "HistoryStats", "png_data_url"]
+
+_URL_PLACEHOLDER = "\u2063deskpilot-image-url\u2063"
+_URL_PLACEHOLDER_BYTES = orjson.dumps(_URL_PLACEHOLDER)
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+def png_data_url(png: bytes) -> bytes:
+    """``data:image/png;base64,...`` as ASCII bytes (base64 done once, by binascii)."""
+    return b"data:image/png;base64," + base64.b64encode(png)
+
+
+@dataclass(slots=True)
+class HistoryStats:
+    """Counters a run log reports."""
+
+    messages: int
+    images_live: int
+    images_pruned: int
+    thinks_live: int
+    thinks_pruned: int
+    cached_bytes: int
+
+
+class _Entry:
+    __slots__ = ("data", "has_think", "image_digest", "image_label", "image_url", "kind", "message")
+
+    def __init__(self, message: dict[str, Any], data: bytes, kind: str) -> None:
+        self.message = message
+        self.data = data
+        self.kind = kind
+        self.has_think = False
+        self.image_url: bytes | None = None  # live image (None once pruned)
+        self.image_label = ""
+        self.image_digest: str | None = None
+
+
+class History:
+    """An OpenAI chat history whose request body is spliced from cached bytes.
+
+    ``keep_last_screenshots`` (AGENT_KEEP_LAST_SCREENSHOTS; ``None`` keeps all),
+    ``keep_last_thinks`` (AGENT_KEEP_LAST_THINKS; ``None`` keeps all, 0 strips every think
+    block) and ``prune_chunk`` (>= 1; see the module docstring). ``tools`` is the default
+    tools schema of :meth:`build_request` (treat it as immutable once given: its bytes
+    are cached).
+
+    Not thread-safe: one history belongs to one loop.
+    """
+
+    def __init__(
+        self,
+        system: str | None = None,
+        *,
+        keep_last_screenshots: int | None = 2,
+        keep_last_thinks: int | None = 2,
+        prune_chunk: int = 1,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        placeholder: str = "[screenshot omitted: {label}]",
+    ) -> None:
+        if keep_last_screenshots is not None and keep_last_screenshots < 1:
+            raise ValueError(f"keep_last_screenshots must be >= 1 or None, got {keep_last_screenshots}")
+        if keep_last_thinks is not None and keep_last_thinks < 0:
+            raise ValueError(f"keep_last_thinks must be >= 0 or None, got {keep_last_thinks}")
+        if prune_chunk < 1:
+            raise ValueError(f"prune_chunk must be >= 1, got {prune_chunk}")
+        self.keep_last_screenshots = keep_last_screenshots
+        self.keep_last_thinks = keep_last_thinks
+        self.prune_chunk = prune_chunk
+        self.placeholder = placeholder
+        self._entries: list[_Entry] = []
+        self._observations = 0
+        self._images_pruned = 0
+        self._thinks_pruned = 0
+        self._tools: Sequence[Mapping[str, Any]] | None = None
+        self._tools_bytes = b""
+        self._extra_cache: dict[str, bytes] = {}
+        if tools is not None:
+            self.set_tools(tools)
+        if system is not None:
+            self.add_system(system)
+
+    # -- adding messages -----------------------------------------------------------------
+    def add_system(self, text: str) -> dict[str, Any]:
+        return self._append({"role": "system", "content": text}, "system")
+
+    def add_user(self, content: str | list[dict[str, Any]]) -> dict[str, Any]:
+        """A user turn (the task, a hint); for a screenshot use :meth:`add_observation`."""
+        return self._append({"role": "user", "content": content}, "user")
+
+    add_task = add_user
+
+    def add_assistant(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Append an assistant message (``Completion.message``) and prune old thinks."""
+        msg = dict(message)
+        msg.setdefault("role", "assistant")
+        if msg["role"] != "assistant":
+            raise ValueError(f"add_assistant got a message with role {msg['role']!r}")
+        if msg.get("content") is None:
+            msg["content"] = ""
+        entry = self._append_entry(msg, "assistant")
+        content = msg.get("content")
+        entry.has_think = isinstance(content, str) and "think>" in content
+        self._prune_thinks()
+        return msg
+
+    def add_tool_result(
+        self, tool_call_id: str, payload: Mapping[str, Any] | str, *, name: str | None = None
+    ) -> dict[str, Any]:
+        """``role=tool`` message; ``payload`` is a dict (serialized here) or a JSON string."""
+        content = payload if isinstance(payload, str) else orjson.dumps(dict(payload)).decode()
+        msg: dict[str, Any] = {"role": "tool", "tool_call_id": tool_call_id}
+        if name is not None:
+            msg["name"] = name
+        msg["content"] = content
+        return self._append(msg, "tool")
+
+    def add_observation(
+        self,
+        image: bytes | str,
+        *,
+        text: str = "Current screenshot.",
+        label: str | None = None,
+        mime: str = "image/png",
+    ) -> dict[str, Any]:
+        """A ``role=user`` message with ``text`` and one image, then prune old images.
+
+        ``image``: encoded image bytes (PNG by default; base64-encoded here, once) or a
+        ready ``data:`` URL (str or ASCII bytes starting with ``data:``). ``label`` names
+        the image in its placeholder once pruned (default ``"turn N"``, N counting
+        observations from 1).
+        """
+        self._observations += 1
+        url, trusted = _to_url_bytes(image, mime)
+        message: dict[str, Any] = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": _URL_PLACEHOLDER}},
+            ],
+        }
+        template = orjson.dumps(message)
+        cut = template.rfind(_URL_PLACEHOLDER_BYTES)
+        if trusted or _json_safe_ascii(url):
+            data = b"".join((template[:cut], b'"', url, b'"', template[cut + len(_URL_PLACEHOLDER_BYTES):]))
+            url_text = url.decode("ascii")
+        else:
+            url_text = url.decode("utf-8", "replace")
+            message["content"][1]["image_url"]["url"] = url_text
+            data = orjson.dumps(message)
+        message["content"][1]["image_url"]["url"] = url_text
+        entry = _Entry(message, data, "observation")
+        entry.image_url = url
+        entry.image_label = label if label is not None else f"turn {self._observations}"
+        self._entries.append(entry)
+        self._prune_images()
+        return message
+
+    def add_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """Append any OpenAI message (role checked); assistant messages go through
+        :meth:`add_assistant` so think pruning applies."""
+        role = message.get("role")
+        if role not in _ROLES:
+            raise ValueError(f"message role must be one of {sorted(_ROLES)}, got {role!r}")
+        if role == "assistant":
+            return self.add_assistant(message)
+        return self._append(dict(message), str(role))
+
+    def _append(self, message: dict[str, Any], kind: str) -> dict[str, Any]:
+        self._append_entry(message, kind)
+        return message
+
+    def _append_entry(self, message: dict[str, Any], kind: str) -> _Entry:
+        entry = _Entry(message, orjson.dumps(message), kind)
+        self._entries.append(entry)
+        return entry
+
+    # -- pruning -------------------------------------------------------------------------
+    def _prune_images(self) -> None:
+        keep = self.keep_last_screenshots
+        if keep is None:
+            return
+        live = [e for e in self._entries if e.image_url is not None]
+        if len(live) <= keep + self.prune_chunk - 1:
+            return
+        for entry in live[: len(live) - keep]:
+            self._drop_image(entry)
+
+    def _drop_image(self, entry: _Entry) -> None:
+        parts = []
+        for part in entry.message["content"]:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                parts.append({"type": "text", "text": self.placeholder.format(label=entry.image_label)})
+            else:
+                parts.append(part)
+        entry.message = {**entry.message, "content": parts}
+        entry.data = orjson.dumps(entry.message)
+        entry.image_url = None
+        self._images_pruned += 1
+
+    def _prune_thinks(self) -> None:
+        keep = self.keep_last_thinks
+        if keep is None:
+            return
+        live = [e for e in self._entries if e.has_think]
+        if len(live) <= keep + self.prune_chunk - 1:
+            return
+        for entry in live[: len(live) - keep]:
+            stripped = strip_think(entry.message.get("content"))
+            entry.message = {**entry.message, "content": stripped}
+            entry.data = orjson.dumps(entry.message)
+            entry.has_think = False
+            self._thinks_pruned += 1
+
+    # -- tools ---------------------------------------------------------------------------
+    def set_tools(self, tools: Sequence[Mapping[str, Any]] | None) -> None:
+        """The default tools schema (serialized once, here)."""
+        self._tools = tools
+        self._tools_bytes = orjson.dumps(list(tools)) if tools else b""
+
+    @property
+    def tools(self) -> Sequence[Mapping[str, Any]] | None:
+        return self._tools
+
+    # -- requests ------------------------------------------------------------------------
+    def request_dict(
+        self,
+        *,
+        model: str,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = "auto",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        extra: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The request as a dict; ``orjson.dumps`` of it equals :meth:`build_request`."""
+        body: dict[str, Any] = {"model": model, "messages": self.messages}
+        use_tools = self._tools if tools is None else tools
+        if use_tools:
+            body["tools"] = list(use_tools)
+            if tool_choice is not None:
+                body["tool_choice"] = tool_choice
+        if temperature is not None:
+            body["temperature"] = temperature
+        if max_tokens is not None:
+            body["max_tokens"] = max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        if extra:
+            body.update(extra)
+        return body
+
+    def build_request(
+        self,
+        *,
+        model: str,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = "auto",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stream: bool = False,
+        extra: Mapping[str, Any] | None = None,
+    ) -> bytes:
+        """The request body, spliced from cached bytes (see :meth:`request_dict`).
+
+        ``tools=None`` uses the history's tools (:meth:`set_tools`); pass ``[]`` for none.
+        ``stream=True`` adds ``"stream": true`` and ``stream_options.include_usage``.
+        ``extra`` adds or overrides top-level fields (e.g. ``{"top_p": 0.9}``).
+        """
+        if tools is None or tools is self._tools:
+            tools_bytes = self._tools_bytes
+        else:
+            tools_bytes = orjson.dumps(list(tools)) if tools else b""
+        fields: list[tuple[str, bytes]] = [("model", orjson.dumps(model))]
+        fields.append(("messages", b""))  # filled in the join below
+        if tools_bytes:
+            fields.append(("tools", tools_bytes))
+            if tool_choice is not None:
+                fields.append(("tool_choice", self._cached_value("tool_choice", tool_choice)))
+        if temperature is not None:
+            fields.append(("temperature", orjson.dumps(temperature)))
+        if max_tokens is not None:
+            fields.append(("max_tokens", orjson.dumps(max_tokens)))
+        if stream:
+            fields.append(("stream", b"true"))
+            fields.append(("stream_options", b'{"include_usage":true}'))
+        if extra:
+            positions = {key: i for i, (key, _) in enumerate(fields)}
+            for key, value in extra.items():
+                encoded = orjson.dumps(value)
+                if key in positions:
+                    fields[positions[key]] = (key, encoded)
+                else:
+                    positions[key] = len(fields)
+                    fields.append((key, encoded))
+        parts: list[bytes] = [b"{"]
+        for i, (key, encoded) in enumerate(fields):
+            if i:
+                parts.append(b",")
+            parts.append(orjson.dumps(key))
+            parts.append(b":")
+            if key == "messages" and not encoded:
+                parts.append(b"[")
+                for j, entry in enumerate(self._entries):
+                    if j:
+                        parts.append(b",")
+                    parts.append(entry.data)
+                parts.append(b"]")
+            else:
+                parts.append(encoded)
+        parts.append(b"}")
+        return b"".join(parts)
+
+    def _cached_value(self, key: str, value: Any) -> bytes:
+        if isinstance(value, str):
+            cached = self._extra_cache.get(value)
+            if cached is None:
+                cached = self._extra_cache[value] = orjson.dumps(value)
+            return cached
+        return orjson.dumps(value)
+
+    # -- views ---------------------------------------------------------------------------
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The current logical messages (pruned as sent); do not mutate them."""
+        return [e.message for e in self._entries]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def last_assistant(self) -> dict[str, Any] | None:
+        for entry in reversed(self._entries):
+            if entry.kind == "assistant":
+                return entry.message
+        return None
+
+    def stats(self) -> HistoryStats:
+        return HistoryStats(
+            messages=len(self._entries),
+            images_live=sum(1 for e in self._entries if e.image_url is not None),
+            images_pruned=self._images_pruned,
+            thinks_live=sum(1 for e in self._entries if e.has_think),
+            thinks_pruned=self._thinks_pruned,
+            cached_bytes=sum(len(e.data) for e in self._entries),
+        )
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The messages for a run log: images as ``data:...;base64,<sha256:HEX len:N>``."""
+        out: list[dict[str, Any]] = []
+        for entry in self._entries:
+            if entry.image_url is None:
+                out.append(entry.message)
+                continue
+            if entry.image_digest is None:
+                head, _, payload = entry.image_url.partition(b";base64,")
+                entry.image_digest = (
+                    f"{head.decode('ascii', 'replace')};base64,"
+                    f"<sha256:{hashlib.sha256(payload).hexdigest()} len:{len(payload)}>"
+                )
+            parts = []
+            for part in entry.message["content"]:
+                if isinstance(part, dict) and part.get("type") == "image_url":
+                    parts.append({"type": "image_url", "image_url": {"url": entry.image_digest}})
+                else:
+                    parts.append(part)
+            out.append({**entry.message, "content": parts})
+        return out
+
+    def clear(self, *, keep_system: bool = True) -> None:
+        """Forget the conversation (team mode rebuilds context); the system prompt stays."""
+        self._entries = [e for e in self._entries if keep_system and e.kind == "system"]
+
+
+def _to_url_bytes(image: bytes | str, mime: str) -> tuple[bytes, bool]:
+    """(url bytes, whether they are known JSON-safe without a check)."""
+    if isinstance(image, str):
+        if not image:
+            raise ValueError("empty image URL")
+        return image.encode("utf-8"), False
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        raw = bytes(image)
+        if not raw:
+            raise ValueError("empty image bytes")
+        if raw.startswith(b"data:"):
+            return raw, False
+        # The base64 alphabet and a MIME type never need JSON escaping.
+        return b"data:" + mime.encode("ascii") + b";base64," + base64.b64encode(raw), True
+    raise TypeError(f"image must be encoded bytes or a data URL string, not {type(image).__name__}")
+
+
+_CONTROL = bytes(range(0x20))
+
+
+def _json_safe_ascii(url: bytes) -> bool:
+    """Whether ``url`` can be spliced into JSON as is (exactly what orjson would write)."""
+    if not url.isascii() or b'"' in url or b"\\" in url:
+        return False
+    # bytes.translate deleting control bytes runs at C speed; a shorter result means one was there.
+    return len(url.translate(None, _CONTROL)) == len(url)

@@ -1,0 +1,37 @@
+"""Local OpenAI-compatible model servers for tests, benchmarks and the demo.
+
+``ModelServer(policy)`` serves ``POST /v1/chat/completions`` (streamed and not) and
+``GET /v1/models`` on 127.0.0.1, validates and records every request, and answers what
+its policy says: :class:`ScriptedPolicy` (a fixed conversation, faults included) or
+:class:`PixelPolicy` (finds a coloured target in the screenshot it receives and clicks
+it, types, presses a key, answers). :func:`serve` runs one in the foreground.
+
+Example::
+
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy, tool_call
+
+    with ModelServer(ScriptedPolicy([Reply(tool_calls=[tool_call("press_key", {"key": "enter"})]),
+                                     "Done."])) as server:
+        run_agent(endpoint=server.endpoint)
+        assert not server.problems
+"""
+
+from deskpilot.testing._policies import PixelPolicy, Policy, ScriptedPolicy, find_color
+from deskpilot.testing._replies import Fault, Reply, tool_call
+from deskpilot.testing._server import ModelServer, RecordedRequest, serve
+from deskpilot.testing._validate import ImageInfo, validate_chat_request
+
+__all__ = [
+    "Fault",
+    "ImageInfo",
+    "ModelServer",
+    "PixelPolicy",
+    "Policy",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedPolicy",
+    "find_color",
+    "serve",
+    "tool_call",
+    "validate_chat_request",
+]
