@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from apps.harness import TargetApp
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +49,36 @@ def xvfb() -> Iterator[str]:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+# --- the Tk target app (tests/integration/apps/target_app.py) -------------------------
+
+
+@pytest.fixture
+def start_target_app(xvfb: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., TargetApp]]:
+    """A factory: ``start_target_app(geometry=None, seed=1)`` starts a target app, waits
+    for its ``ready`` record and stops it at the end of the test."""
+    started: list[TargetApp] = []
+
+    def start(*, geometry: str | None = None, seed: int = 1) -> TargetApp:
+        path = tmp_path_factory.mktemp("target_app") / "events.jsonl"
+        app = TargetApp(path, geometry=geometry, seed=seed)
+        started.append(app)
+        return app
+
+    try:
+        yield start
+    finally:
+        for app in started:
+            app.close()
+
+
+@pytest.fixture(scope="module")
+def target_app(xvfb: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetApp]:
+    """One full-screen target app shared by the tests of a module (use ``mark()``/``since``
+    to look at a test's own records, ``clear()``/``focus()`` to reset its widgets)."""
+    app = TargetApp(tmp_path_factory.mktemp("target_app") / "events.jsonl")
+    try:
+        yield app
+    finally:
+        app.close()

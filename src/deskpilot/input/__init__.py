@@ -1,0 +1,25 @@
+"""Mouse and keyboard input: one :class:`InputController` over every backend.
+
+Backends: ``sendinput`` (Windows), ``xtest`` (X11), ``dry`` (records, touches nothing).
+All coordinates are physical virtual-desktop pixels; map model coordinates with
+:class:`deskpilot.geometry.Mapping` (or :meth:`deskpilot.capture.Frame.norm_to_physical`).
+"""
+
+from deskpilot.input._base import Button, InputBackend
+from deskpilot.input._controller import BACKENDS, InputArgumentError, InputController, make_backend
+from deskpilot.input._dry import DryBackend
+from deskpilot.input._keys import KEY_NAMES, KeySpec, parse_combo, resolve_key
+
+__all__ = [
+    "BACKENDS",
+    "KEY_NAMES",
+    "Button",
+    "DryBackend",
+    "InputArgumentError",
+    "InputBackend",
+    "InputController",
+    "KeySpec",
+    "make_backend",
+    "parse_combo",
+    "resolve_key",
+]
