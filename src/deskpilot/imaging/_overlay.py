@@ -1,0 +1,748 @@
+"""Overlays of the stateless mode (seed 004): what the model did, burned into what it sees next.
+
+The model of the stateless mode keeps no history; it learns what it did last turn from the
+screenshot itself. Drawn onto an RGB frame in place, in this order (the seed panel's layers):
+
+1. blue heat of the model's own boxes (a radial gradient filling each box) and their border,
+2. orange heat of the actions: a radial gradient at every pointer position (both drag
+   ends), over the last ``trail_turns`` turns; older turns fade linearly
+   (``alpha * (N - age) / N``) and shrink (radius and drag ends toward their midpoint by
+   ``trail_shrink ** age``),
+3. markers of this turn's actions (rings, drag lines) and labels: the action's number,
+   name and 0..1000 coordinates next to it; keyboard actions are listed bottom-left.
+
+Everything is computed once into an :class:`OverlayPlan` (small arrays of primitives) and
+drawn by the compiled kernels (``deskpilot._native.annotate``, without the GIL) or by the
+numpy reference that matches them bit for bit; ``DESKPILOT_PURE=1`` forces the reference
+and :data:`OVERLAY_BACKEND` says which one is active::
+
+    from deskpilot.imaging._overlay import ActionMark, Annotator
+
+    annotator = Annotator()                      # default style, 4-turn trail
+    annotator.annotate(rgb, [ActionMark("click", 500, 300)])
+
+Colours accept the seed's CSS strings (``"rgba(255,140,0,0.55)"``, ``"#ff8c00"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot._errors import ConfigError, ImagingError
+from deskpilot._version import __version__
+from deskpilot.imaging import _overlay_reference
+
+__all__ = [
+    "OVERLAY_BACKEND",
+    "POINTER_ACTIONS",
+    "ActionMark",
+    "Annotator",
+    "BoxMark",
+    "OverlayPlan",
+    "OverlayStyle",
+    "annotate",
+    "draw_plan",
+    "gradient_table",
+    "parse_color",
+    "plan_overlay",
+]
+
+Rgba = tuple[int, int, int, int]
+U8 = npt.NDArray[np.uint8]
+Backend = Literal["native", "reference"]
+NATIVE_MODULE = "deskpilot._native.annotate"
+
+#: Actions drawn at a screen position (heat + marker + label next to it).
+POINTER_ACTIONS = frozenset({"move", "click", "right_click", "double_click", "drag", "scroll"})
+
+#: Entries of a gradient table; indexed by the squared relative distance t^2.
+GRADIENT_SIZE = 1024
+
+# X11 misc-fixed 6x10 (public domain), ASCII 32..126: 10 rows per glyph, one byte per row,
+# bit 5 = leftmost of the 6 columns. Baked in so that labels need no font library.
+FONT_CELL = (6, 10)
+_FONT_HEX = (
+    "0000000000000000000000080808080800080000001414140000000000000014143e143e1414000000081c28"
+    "1c0a1c08000000122a1408142a24000000102828102a241a0000000808080000000000000004081010100804"
+    "000000100804040408100000000022143e1422000000000008083e08080000000000000000000c0810000000"
+    "00003e0000000000000000000000081c08000002020408102020000000081422222214080000000818280808"
+    "083e0000001c22020c10203e0000003e02040c02221c000000040c14243e04040000003e202c3202221c0000"
+    "000c10202c32221c0000003e0204040810100000001c22221c22221c0000001c22261a02041800000000081c"
+    "0800081c08000000081c08000c081000000204081008040200000000003e003e000000000010080402040810"
+    "0000001c2204080800080000001c22262a2c201c000000081422223e22220000003c12121c12123c0000001c"
+    "22202020221c0000003c12121212123c0000003e20203c20203e0000003e20203c2020200000001c22202026"
+    "221c0000002222223e2222220000001c08080808081c0000000e040404042418000000222428302824220000"
+    "002020202020203e0000002222362a2222220000002222322a2622220000001c22222222221c0000003c2222"
+    "3c2020200000001c222222222a1c0200003c22223c2824220000001c22201c02221c0000003e080808080808"
+    "0000002222222222221c000000222222141414080000002222222a2a36220000002222140814222200000022"
+    "2214080808080000003e02040810203e0000001c10101010101c000000202010080402020000001c04040404"
+    "041c00000008142200000000000000000000000000003e00080400000000000000000000001c021e221e0000"
+    "0020202c3222322c00000000001c2220221c00000002021a2622261a00000000001c223e201c0000000c1210"
+    "3c10101000000000001e22221e02221c0020202c322222220000000800180808081c00000002000602020212"
+    "120c00202022243824220000001808080808081c0000000000342a2a2a2200000000002c3222222200000000"
+    "001c2222221c00000000002c3222322c20200000001a2622261a02020000002c3220202000000000001c201c"
+    "023c00000010103c1010120c0000000000222222261a00000000002222141408000000000022222a2a140000"
+    "000000221408142200000000002222261a02221c0000003e0408103e00000006080418040806000000080808"
+    "0808080800000018040806080418000000122a24000000000000"
+)
+FONT: U8 = np.frombuffer(bytes.fromhex("".join(_FONT_HEX)), dtype=np.uint8).reshape(
+    95, FONT_CELL[1]
+)
+
+
+def _load_backend() -> tuple[Backend, ModuleType]:
+    if os.environ.get("DESKPILOT_PURE", "").strip() not in ("", "0"):
+        return "reference", _overlay_reference
+    try:
+        native = importlib.import_module(NATIVE_MODULE)
+    except ModuleNotFoundError as exc:
+        if exc.name != NATIVE_MODULE:
+            raise
+        return "reference", _overlay_reference
+    if __version__ != native.CORE_VERSION:
+        raise ImportError(
+            f"deskpilot's compiled annotation core is version {native.CORE_VERSION!r} but the "
+            f"package is {__version__!r}: the extension is stale. Rebuild it with "
+            "`python setup.py build_ext --inplace` (or `pip install -e .`), "
+            "or set DESKPILOT_PURE=1 to use the numpy reference.",
+            name=NATIVE_MODULE,
+        )
+    return "native", native
+
+
+OVERLAY_BACKEND, _KERNELS = _load_backend()
+
+
+# ------------------------------------------------------------------------------- colours
+
+_RGBA_RE = re.compile(r"^rgba?\(\s*([^)]*)\)$", re.IGNORECASE)
+
+
+def _channel(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"colour {what} must be a number 0..255, got {value!r}")
+    return max(0, min(255, round(value)))
+
+
+def _alpha(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"colour {what} alpha must be a number 0..1, got {value!r}")
+    return max(0, min(255, round(float(value) * 255)))
+
+
+def parse_color(value: Any) -> Rgba:
+    """A colour as ``(r, g, b, a)`` 0..255 from the seed's CSS forms or a list.
+
+    Accepted: ``"rgba(255, 140, 0, 0.55)"``, ``"rgb(0, 0, 0)"``, ``"#rgb"``, ``"#rrggbb"``,
+    ``"#rrggbbaa"``, ``[r, g, b]`` and ``[r, g, b, alpha 0..1]``. Raises ConfigError otherwise.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("#"):
+            digits = text[1:]
+            if len(digits) == 3 and all(c in "0123456789abcdefABCDEF" for c in digits):
+                digits = "".join(c * 2 for c in digits)
+            if len(digits) in (6, 8) and all(c in "0123456789abcdefABCDEF" for c in digits):
+                raw = bytes.fromhex(digits)
+                return (raw[0], raw[1], raw[2], raw[3] if len(raw) == 4 else 255)
+            raise ConfigError(f"colour {value!r}: expected #rgb, #rrggbb or #rrggbbaa")
+        match = _RGBA_RE.match(text)
+        if match is None:
+            raise ConfigError(
+                f"colour {value!r}: expected rgba(r, g, b, a), rgb(r, g, b) or #rrggbb"
+            )
+        parts = [p.strip() for p in match.group(1).split(",")]
+        try:
+            numbers = [float(p[:-1]) * 2.55 if p.endswith("%") else float(p) for p in parts]
+        except ValueError:
+            raise ConfigError(f"colour {value!r} has a part that is not a number") from None
+        value = numbers
+    if isinstance(value, (list, tuple)) and len(value) in (3, 4):
+        rgb = tuple(_channel(v, "channel") for v in value[:3])
+        a = _alpha(value[3], repr(value)) if len(value) == 4 else 255
+        return (rgb[0], rgb[1], rgb[2], a)
+    raise ConfigError(f"colour {value!r}: expected a CSS colour string or [r, g, b(, a)]")
+
+
+def _css(color: Rgba) -> str:
+    return f"rgba({color[0]},{color[1]},{color[2]},{round(color[3] / 255, 4)})"
+
+
+GradientStops = tuple[tuple[float, Rgba], ...]
+
+
+def _parse_stops(value: Any, what: str) -> GradientStops:
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ConfigError(f"{what} must be a non-empty list of [position 0..1, colour]")
+    stops: list[tuple[float, Rgba]] = []
+    for item in value:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise ConfigError(f"{what}: each stop is [position, colour], got {item!r}")
+        pos, color = item
+        if isinstance(pos, bool) or not isinstance(pos, (int, float)) or not math.isfinite(pos):
+            raise ConfigError(f"{what}: stop position must be a number 0..1, got {pos!r}")
+        stops.append((min(1.0, max(0.0, float(pos))), parse_color(color)))
+    # Like CanvasGradient.addColorStop: stable order by position.
+    return tuple(sorted(stops, key=lambda s: s[0]))
+
+
+@lru_cache(maxsize=32)
+def gradient_table(stops: GradientStops, size: int = GRADIENT_SIZE) -> U8:
+    """A radial gradient as a ``(size, 4)`` RGBA table indexed by ``t^2 * (size - 1)``.
+
+    ``t`` is the distance from the centre over the radius. Colours are interpolated with
+    premultiplied alpha (a stop fading to transparent keeps its hue); before the first stop
+    the first colour holds, after the last the last. The result is read-only and cached.
+    """
+    if size < 2:
+        raise ImagingError(f"gradient table needs at least 2 entries, got {size}")
+    if not stops:
+        raise ImagingError("gradient needs at least one stop")
+    t = np.sqrt(np.arange(size, dtype=np.float64) / (size - 1))
+    pos = np.array([s[0] for s in stops], dtype=np.float64)
+    cols = np.array([s[1] for s in stops], dtype=np.float64)
+    alpha = cols[:, 3] / 255.0
+    premul = np.concatenate([cols[:, :3] * alpha[:, None], alpha[:, None]], axis=1)
+    out = np.empty((size, 4), dtype=np.float64)
+    for c in range(4):
+        out[:, c] = np.interp(t, pos, premul[:, c]) if len(stops) > 1 else premul[0, c]
+    a = out[:, 3]
+    rgb = np.where(a[:, None] > 0, out[:, :3] / np.maximum(a[:, None], 1e-12), 0.0)
+    # Fully transparent entries take the nearest stop's colour (irrelevant, but stable).
+    table = np.empty((size, 4), dtype=np.uint8)
+    table[:, :3] = np.clip(np.rint(rgb), 0, 255).astype(np.uint8)
+    table[:, 3] = np.clip(np.rint(a * 255.0), 0, 255).astype(np.uint8)
+    table.setflags(write=False)
+    return table
+
+
+# ----------------------------------------------------------------------------- the marks
+
+
+@dataclass(frozen=True, slots=True)
+class ActionMark:
+    """One action of a turn in model coordinates (0..1000 over the frame).
+
+    ``kind`` is the action name (``click``, ``drag``, ``type``, ...). Pointer actions carry
+    ``x1, y1`` (a drag also ``x2, y2``); ``detail`` is shown in the label ("hello" for a
+    ``type``, "down 3" for a ``scroll``).
+    """
+
+    kind: str
+    x1: int | None = None
+    y1: int | None = None
+    x2: int | None = None
+    y2: int | None = None
+    detail: str = ""
+
+    @property
+    def points(self) -> tuple[tuple[int, int], ...]:
+        """The positions that get heat: one, two for a drag, none for keyboard actions."""
+        if self.x1 is None or self.y1 is None:
+            return ()
+        if self.x2 is not None and self.y2 is not None:
+            return ((self.x1, self.y1), (self.x2, self.y2))
+        return ((self.x1, self.y1),)
+
+
+@dataclass(frozen=True, slots=True)
+class BoxMark:
+    """A model-provided box (regions of interest) in 0..1000 coordinates, with an optional label."""
+
+    x1: int
+    y1: int
+    x2: int
+    y2: int
+    label: str = ""
+
+
+# ------------------------------------------------------------------------------ the style
+
+_DEFAULT_HEAT_STOPS: GradientStops = (
+    (0.0, (255, 106, 0, 150)),
+    (0.45, (255, 140, 0, 90)),
+    (1.0, (255, 170, 0, 0)),
+)
+_DEFAULT_BOX_STOPS: GradientStops = (
+    (0.0, (30, 144, 255, 20)),
+    (1.0, (30, 144, 255, 80)),
+)
+
+
+@dataclass(frozen=True)
+class OverlayStyle:
+    """How overlays look. ``from_ui_config`` reads the seed's ``UI_CONFIG`` dictionary.
+
+    Sizes are in pixels of the annotated frame; ``label_scale = 0`` picks the font scale
+    (and the marker size) from the frame, about 1 per 450 pixels of its shorter side.
+    """
+
+    heat_enabled: bool = True
+    heat_radius_scale: float = 0.035
+    heat_stops: GradientStops = _DEFAULT_HEAT_STOPS
+    trail_turns: int = 4
+    trail_shrink: float = 0.85
+    bbox_enabled: bool = True
+    bbox_border: Rgba = (30, 144, 255, 230)
+    bbox_border_width: int = 2
+    bbox_fill_stops: GradientStops = _DEFAULT_BOX_STOPS
+    labels_enabled: bool = True
+    markers_enabled: bool = True
+    label_scale: int = 0
+    action_color: Rgba = (255, 106, 0, 255)
+    outline_color: Rgba = (0, 0, 0, 170)
+    label_background: Rgba = (0, 0, 0, 175)
+    label_color: Rgba = (255, 255, 255, 255)
+    box_label_color: Rgba = (170, 215, 255, 255)
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.heat_radius_scale) and 0 < self.heat_radius_scale <= 1):
+            raise ConfigError(
+                f"executed_heat.radius_scale must be in (0, 1], got {self.heat_radius_scale}"
+            )
+        if not 1 <= self.trail_turns <= 64:
+            raise ConfigError(f"executed_heat.trail_turns must be 1..64, got {self.trail_turns}")
+        if not (math.isfinite(self.trail_shrink) and 0 < self.trail_shrink <= 1):
+            raise ConfigError(
+                f"executed_heat.trail_shrink must be in (0, 1], got {self.trail_shrink}"
+            )
+        if not 0 <= self.bbox_border_width <= 64:
+            raise ConfigError(f"bbox_heat.border_width must be 0..64, got {self.bbox_border_width}")
+        if not 0 <= self.label_scale <= 16:
+            raise ConfigError(f"labels.scale must be 0..16, got {self.label_scale}")
+
+    @classmethod
+    def from_ui_config(cls, ui: Mapping[str, Any]) -> OverlayStyle:
+        """Build a style from the seed's ``UI_CONFIG`` shape (unknown keys are refused).
+
+        ``{"executed_heat": {enabled, radius_scale, stops, trail_turns, trail_shrink},
+        "bbox_heat": {enabled, border, border_width, fill_stops}, "labels": {enabled,
+        markers, scale, color, background, box_color, action_color, outline}}``.
+        """
+        if not isinstance(ui, Mapping):
+            raise ConfigError(f"UI config must be a table, got {type(ui).__name__}")
+        known = {"executed_heat", "bbox_heat", "labels"}
+        if unknown := sorted(set(ui) - known):
+            raise ConfigError(f"unknown UI config section(s) {unknown}; known: {sorted(known)}")
+        style = cls()
+        changes: dict[str, Any] = {}
+        heat = _section(
+            ui, "executed_heat", {"enabled", "radius_scale", "stops", "trail_turns", "trail_shrink"}
+        )
+        if "enabled" in heat:
+            changes["heat_enabled"] = _bool(heat["enabled"], "executed_heat.enabled")
+        if "radius_scale" in heat:
+            changes["heat_radius_scale"] = _float(
+                heat["radius_scale"], "executed_heat.radius_scale"
+            )
+        if "stops" in heat:
+            changes["heat_stops"] = _parse_stops(heat["stops"], "executed_heat.stops")
+        if "trail_turns" in heat:
+            changes["trail_turns"] = _int(heat["trail_turns"], "executed_heat.trail_turns")
+        if "trail_shrink" in heat:
+            changes["trail_shrink"] = _float(heat["trail_shrink"], "executed_heat.trail_shrink")
+        box = _section(ui, "bbox_heat", {"enabled", "border", "border_width", "fill_stops"})
+        if "enabled" in box:
+            changes["bbox_enabled"] = _bool(box["enabled"], "bbox_heat.enabled")
+        if "border" in box:
+            changes["bbox_border"] = parse_color(box["border"])
+        if "border_width" in box:
+            changes["bbox_border_width"] = round(
+                _float(box["border_width"], "bbox_heat.border_width")
+            )
+        if "fill_stops" in box:
+            changes["bbox_fill_stops"] = _parse_stops(box["fill_stops"], "bbox_heat.fill_stops")
+        labels = _section(
+            ui,
+            "labels",
+            {
+                "enabled",
+                "markers",
+                "scale",
+                "color",
+                "background",
+                "box_color",
+                "action_color",
+                "outline",
+            },
+        )
+        for key, attr in (("enabled", "labels_enabled"), ("markers", "markers_enabled")):
+            if key in labels:
+                changes[attr] = _bool(labels[key], f"labels.{key}")
+        if "scale" in labels:
+            changes["label_scale"] = _int(labels["scale"], "labels.scale")
+        for key, attr in (
+            ("color", "label_color"),
+            ("background", "label_background"),
+            ("box_color", "box_label_color"),
+            ("action_color", "action_color"),
+            ("outline", "outline_color"),
+        ):
+            if key in labels:
+                changes[attr] = parse_color(labels[key])
+        return replace(style, **changes)
+
+    def to_ui_config(self) -> dict[str, Any]:
+        """The seed's ``UI_CONFIG`` shape (CSS colours), as served to the panel by ``GET /config``."""
+        return {
+            "executed_heat": {
+                "enabled": self.heat_enabled,
+                "radius_scale": self.heat_radius_scale,
+                "stops": [[p, _css(c)] for p, c in self.heat_stops],
+                "trail_turns": self.trail_turns,
+                "trail_shrink": self.trail_shrink,
+            },
+            "bbox_heat": {
+                "enabled": self.bbox_enabled,
+                "border": _css(self.bbox_border),
+                "border_width": self.bbox_border_width,
+                "fill_stops": [[p, _css(c)] for p, c in self.bbox_fill_stops],
+            },
+            "labels": {
+                "enabled": self.labels_enabled,
+                "markers": self.markers_enabled,
+                "scale": self.label_scale,
+                "color": _css(self.label_color),
+                "background": _css(self.label_background),
+                "box_color": _css(self.box_label_color),
+                "action_color": _css(self.action_color),
+                "outline": _css(self.outline_color),
+            },
+        }
+
+    def ui_scale(self, width: int, height: int) -> int:
+        """Font/marker scale for a frame: ``label_scale`` or about 1 per 450 px of the short side."""
+        return self.label_scale or max(1, round(min(width, height) / 450))
+
+
+def _section(ui: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
+    section = ui.get(name, {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(f"UI config {name!r} must be a table, got {type(section).__name__}")
+    if unknown := sorted(set(section) - keys):
+        raise ConfigError(f"unknown key(s) {unknown} in UI config {name!r}; known: {sorted(keys)}")
+    return section
+
+
+def _bool(value: Any, what: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def _float(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} must be an integer, got {value!r}")
+    return value
+
+
+# ------------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True)
+class OverlayPlan:
+    """Every primitive of one annotation, in drawing order, as the kernels' tables."""
+
+    width: int
+    height: int
+    box_heat: npt.NDArray[np.int32]
+    box_borders: npt.NDArray[np.int32]
+    spots: npt.NDArray[np.float64]
+    lines: npt.NDArray[np.float64]
+    rings: npt.NDArray[np.float64]
+    label_rects: npt.NDArray[np.int32]
+    text_runs: npt.NDArray[np.int32]
+    codes: bytes
+    heat_lut: U8
+    box_lut: U8
+    labels: tuple[str, ...] = field(default=())
+
+
+def _to_px(n: int, size: int) -> float:
+    return n * size / 1000.0
+
+
+def _label_text(text: str, limit: int = 48) -> str:
+    # Only the font's ASCII range; longer labels would cover what the model must see.
+    clean = "".join(c if " " <= c <= "~" else "?" for c in text.replace("\n", " "))
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def _action_label(index: int, mark: ActionMark) -> str:
+    pts = ">".join(f"{x},{y}" for x, y in mark.points)
+    parts = [str(index), mark.kind]
+    if mark.detail:
+        parts.append(f'"{mark.detail}"' if mark.kind == "type" else mark.detail)
+    if pts:
+        parts.append(pts)
+    return _label_text(" ".join(parts))
+
+
+class _Builder:
+    def __init__(self, width: int, height: int, style: OverlayStyle) -> None:
+        self.width, self.height, self.style = width, height, style
+        self.scale = style.ui_scale(width, height)
+        self.box_heat: list[tuple[int, ...]] = []
+        self.box_borders: list[tuple[int, ...]] = []
+        self.spots: list[tuple[float, ...]] = []
+        self.lines: list[tuple[float, ...]] = []
+        self.rings: list[tuple[float, ...]] = []
+        self.label_rects: list[tuple[int, ...]] = []
+        self.text_runs: list[tuple[int, ...]] = []
+        self.codes = bytearray()
+        self.labels: list[str] = []
+
+    def label(self, text: str, x: int, y: int, color: Rgba) -> None:
+        s = self.scale
+        cw, ch = FONT_CELL[0] * s, FONT_CELL[1] * s
+        pad = s
+        w, h = len(text) * cw + 2 * pad, ch + 2 * pad
+        x = max(0, min(x, self.width - w))
+        y = max(0, min(y, self.height - h))
+        bg = self.style.label_background
+        self.label_rects.append((x, y, x + w, y + h, 0, *bg))
+        self.text_runs.append((x + pad, y + pad, len(self.codes), len(text), s, *color))
+        self.codes += text.encode("ascii")
+        self.labels.append(text)
+
+    def label_size(self, text: str) -> tuple[int, int]:
+        s = self.scale
+        return len(text) * FONT_CELL[0] * s + 2 * s, FONT_CELL[1] * s + 2 * s
+
+    def plan(self) -> OverlayPlan:
+        def table(
+            rows: list[tuple[Any, ...]], cols: int, dtype: type[np.generic]
+        ) -> npt.NDArray[Any]:
+            return np.array(rows, dtype=dtype).reshape(len(rows), cols)
+
+        st = self.style
+        return OverlayPlan(
+            width=self.width,
+            height=self.height,
+            box_heat=table(self.box_heat, 5, np.int32),
+            box_borders=table(self.box_borders, 9, np.int32),
+            spots=table(self.spots, 4, np.float64),
+            lines=table(self.lines, 9, np.float64),
+            rings=table(self.rings, 8, np.float64),
+            label_rects=table(self.label_rects, 9, np.int32),
+            text_runs=table(self.text_runs, 9, np.int32),
+            codes=bytes(self.codes),
+            heat_lut=gradient_table(st.heat_stops),
+            box_lut=gradient_table(st.bbox_fill_stops),
+            labels=tuple(self.labels),
+        )
+
+
+def plan_overlay(
+    width: int,
+    height: int,
+    actions: Sequence[ActionMark] = (),
+    boxes: Sequence[BoxMark] = (),
+    *,
+    style: OverlayStyle | None = None,
+    previous: Sequence[Sequence[ActionMark]] = (),
+) -> OverlayPlan:
+    """Lay out the overlays of one turn on a ``width x height`` frame.
+
+    ``actions`` are this turn's; ``previous`` the earlier turns' (oldest first), of which
+    the last ``trail_turns - 1`` leave a fading heat trail.
+    """
+    if width <= 0 or height <= 0:
+        raise ImagingError(f"cannot annotate an empty {width}x{height} frame")
+    st = style or OverlayStyle()
+    b = _Builder(width, height, st)
+    s = b.scale
+
+    if st.bbox_enabled:
+        for box in boxes:
+            x0 = min(width - 1, math.floor(_to_px(box.x1, width)))
+            y0 = min(height - 1, math.floor(_to_px(box.y1, height)))
+            x1 = max(x0 + 1, min(width, math.ceil(_to_px(box.x2, width))))
+            y1 = max(y0 + 1, min(height, math.ceil(_to_px(box.y2, height))))
+            b.box_heat.append((x0, y0, x1, y1, 256))
+            if st.bbox_border_width > 0:
+                b.box_borders.append((x0, y0, x1, y1, st.bbox_border_width, *st.bbox_border))
+
+    if st.heat_enabled:
+        turns = (
+            [*list(previous)[max(0, len(previous) - (st.trail_turns - 1)) :], actions]
+            if st.trail_turns > 1
+            else [actions]
+        )
+        n = st.trail_turns
+        radius = st.heat_radius_scale * max(width, height)
+        for i, turn in enumerate(turns):
+            age = len(turns) - 1 - i
+            alpha_q = round(256 * (n - age) / n)
+            shrink = st.trail_shrink**age
+            for mark in turn:
+                pts = [(_to_px(x, width), _to_px(y, height)) for x, y in mark.points]
+                if len(pts) == 2 and shrink < 1.0:
+                    mx, my = (pts[0][0] + pts[1][0]) / 2, (pts[0][1] + pts[1][1]) / 2
+                    pts = [(mx + (px - mx) * shrink, my + (py - my) * shrink) for px, py in pts]
+                for px, py in pts:
+                    b.spots.append((px, py, radius * shrink, float(alpha_q)))
+
+    ring_out, ring_w = 6.0 * s, 1.5 * s
+    outline, color = st.outline_color, st.action_color
+    legend: list[str] = []
+    for index, mark in enumerate(actions, start=1):
+        pts = [(_to_px(x, width), _to_px(y, height)) for x, y in mark.points]
+        if not pts:
+            legend.append(_action_label(index, mark))
+            continue
+        if st.markers_enabled:
+            if len(pts) == 2:
+                (ax, ay), (bx, by) = pts
+                b.lines.append((ax, ay, bx, by, 3.0 * s + 2.0, *outline))
+                b.lines.append((ax, ay, bx, by, 1.5 * s, *color[:3], color[3]))
+                b.rings.append((bx, by, 0.0, 3.5 * s + 1.0, *outline))
+                b.rings.append((bx, by, 0.0, 3.5 * s, *color))
+            px, py = pts[0]
+            b.rings.append((px, py, ring_out - ring_w - 1.0, ring_out + 1.0, *outline))
+            b.rings.append((px, py, ring_out - ring_w, ring_out, *color))
+            if mark.kind == "double_click":
+                b.rings.append((px, py, ring_out + 1.5 * s, ring_out + 3.0 * s, *color))
+            if mark.kind in ("click", "double_click", "right_click"):
+                b.rings.append((px, py, 0.0, 1.5 * s, *color))
+        if st.labels_enabled:
+            text = _action_label(index, mark)
+            w, h = b.label_size(text)
+            px, py = pts[-1] if mark.kind == "drag" else pts[0]
+            gap = int(ring_out + 3 * s)
+            lx = int(px) + gap if int(px) + gap + w <= width else int(px) - gap - w
+            b.label(text, lx, int(py) - h // 2, st.label_color)
+
+    if st.labels_enabled:
+        if st.bbox_enabled:
+            for index, box in enumerate(boxes, start=1):
+                text = _label_text(f"b{index} {box.label}".rstrip())
+                x0 = math.floor(_to_px(box.x1, width)) + st.bbox_border_width
+                y0 = math.floor(_to_px(box.y1, height)) + st.bbox_border_width
+                b.label(text, x0, y0, st.box_label_color)
+        _, h = b.label_size("")
+        y = height - h - s
+        for text in reversed(legend):
+            b.label(text, s, y, st.label_color)
+            y -= h + s
+    return b.plan()
+
+
+def draw_plan(frame: U8, plan: OverlayPlan, *, backend: Backend | None = None) -> None:
+    """Draw a plan onto ``frame`` (RGB HxWx3 uint8, in place) with the chosen kernels."""
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3:
+        raise ImagingError(
+            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
+        )
+    if frame.shape[0] != plan.height or frame.shape[1] != plan.width:
+        raise ImagingError(
+            f"plan was laid out for {plan.width}x{plan.height}, frame is {frame.shape[1]}x{frame.shape[0]}"
+        )
+    k = (
+        _KERNELS
+        if backend is None
+        else (_overlay_reference if backend == "reference" else _native_kernels())
+    )
+    k.box_heat(frame, plan.box_heat, plan.box_lut)
+    k.rects(frame, plan.box_borders)
+    k.heat_spots(frame, plan.spots, plan.heat_lut)
+    k.lines(frame, plan.lines)
+    k.rings(frame, plan.rings)
+    k.rects(frame, plan.label_rects)
+    k.text(frame, plan.text_runs, plan.codes, FONT, FONT_CELL[0])
+
+
+def _native_kernels() -> ModuleType:
+    if OVERLAY_BACKEND != "native":
+        raise ImagingError(
+            "the compiled annotation core is not available (not built, or DESKPILOT_PURE=1)"
+        )
+    return _KERNELS
+
+
+def annotate(
+    frame: U8,
+    actions: Sequence[ActionMark] = (),
+    boxes: Sequence[BoxMark] = (),
+    *,
+    style: OverlayStyle | None = None,
+    previous: Sequence[Sequence[ActionMark]] = (),
+    backend: Backend | None = None,
+) -> U8:
+    """Draw one turn's overlays onto ``frame`` in place and return it (see the module doc)."""
+    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
+        raise ImagingError(
+            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
+        )
+    plan = plan_overlay(
+        frame.shape[1], frame.shape[0], actions, boxes, style=style, previous=previous
+    )
+    draw_plan(frame, plan, backend=backend)
+    return frame
+
+
+class Annotator:
+    """Annotates turn after turn, keeping the heat trail of the last ``trail_turns`` turns."""
+
+    def __init__(
+        self, style: OverlayStyle | None = None, *, backend: Backend | None = None
+    ) -> None:
+        self.style = style or OverlayStyle()
+        self.backend = backend
+        self._previous: deque[tuple[ActionMark, ...]] = deque(
+            maxlen=max(1, self.style.trail_turns - 1)
+        )
+
+    @property
+    def previous(self) -> tuple[tuple[ActionMark, ...], ...]:
+        """Earlier turns' actions still in the trail, oldest first."""
+        return tuple(self._previous) if self.style.trail_turns > 1 else ()
+
+    def plan(
+        self, width: int, height: int, actions: Iterable[ActionMark], boxes: Iterable[BoxMark] = ()
+    ) -> OverlayPlan:
+        """Lay out this turn without drawing or advancing the trail."""
+        return plan_overlay(
+            width, height, tuple(actions), tuple(boxes), style=self.style, previous=self.previous
+        )
+
+    def annotate(
+        self, frame: U8, actions: Iterable[ActionMark], boxes: Iterable[BoxMark] = ()
+    ) -> U8:
+        """Draw this turn onto ``frame`` in place, then remember its actions for the trail."""
+        acts = tuple(actions)
+        annotate(
+            frame,
+            acts,
+            tuple(boxes),
+            style=self.style,
+            previous=self.previous,
+            backend=self.backend,
+        )
+        self.push(acts)
+        return frame
+
+    def push(self, actions: Iterable[ActionMark]) -> None:
+        """Remember a turn's actions for the trail (done by :meth:`annotate`)."""
+        self._previous.append(tuple(actions))
+
+    def clear(self) -> None:
+        self._previous.clear()
