@@ -1,0 +1,146 @@
+"""The prototype tables: one per DLL, each sorted by function name.
+
+Syntax of a row: ``"Function": Prototype(argtypes, restype, check, error class)``.
+``check`` says what failure looks like (see :class:`~deskpilot._win32._library.Check`);
+the error class is what the errcheck raises: capture functions raise
+:class:`~deskpilot._errors.CaptureError`, input functions
+:class:`~deskpilot._errors.InputError`, the rest :class:`~deskpilot._errors.PlatformError`.
+
+Pointer-to-structure parameters are declared ``POINTER(STRUCT)`` so callers may pass the
+structure itself (ctypes passes it by reference). ``GetDIBits`` and ``GetObjectW`` take a
+``c_void_p`` because they are given differently sized structures; callers pass
+``ctypes.byref(...)``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Final
+
+from deskpilot._errors import CaptureError, InputError, PlatformError
+from deskpilot._win32._library import Check, Prototype
+from deskpilot._win32._structs import (
+    BITMAPINFO,
+    CURSORINFO,
+    ICONINFO,
+    INPUT,
+    MONITORINFOEXW,
+    POINT,
+    RECT,
+)
+from deskpilot._win32._types import (
+    BOOL,
+    DPI_AWARENESS_CONTEXT,
+    DWORD,
+    HBITMAP,
+    HDC,
+    HGDIOBJ,
+    HICON,
+    HMONITOR,
+    HRESULT,
+    HWND,
+    INT,
+    LPARAM,
+    LPVOID,
+    PROCESS_HANDLE,
+    UINT,
+    WINFUNCTYPE,
+)
+
+__all__ = [
+    "GDI32_PROTOTYPES",
+    "KERNEL32_PROTOTYPES",
+    "MONITORENUMPROC",
+    "SHCORE_PROTOTYPES",
+    "USER32_PROTOTYPES",
+]
+
+#: BOOL CALLBACK MonitorEnumProc(HMONITOR, HDC, LPRECT, LPARAM)
+MONITORENUMPROC = WINFUNCTYPE(BOOL, HMONITOR, HDC, ctypes.POINTER(RECT), LPARAM)
+
+_NONZERO, _SELECTED, _HRESULT, _ALL_SENT = (
+    Check.NONZERO,
+    Check.SELECTED,
+    Check.HRESULT,
+    Check.ALL_SENT,
+)
+
+GDI32_PROTOTYPES: Final[dict[str, Prototype]] = {
+    "BitBlt": Prototype(
+        (HDC, INT, INT, INT, INT, HDC, INT, INT, DWORD), BOOL, _NONZERO, CaptureError
+    ),
+    "CreateCompatibleDC": Prototype((HDC,), HDC, _NONZERO, CaptureError),
+    # ppvBits receives the address of the pixels; hSection NULL lets GDI allocate them.
+    "CreateDIBSection": Prototype(
+        (HDC, ctypes.POINTER(BITMAPINFO), UINT, ctypes.POINTER(LPVOID), LPVOID, DWORD),
+        HBITMAP,
+        _NONZERO,
+        CaptureError,
+    ),
+    "DeleteDC": Prototype((HDC,), BOOL, _NONZERO, CaptureError),
+    "DeleteObject": Prototype((HGDIOBJ,), BOOL, _NONZERO, CaptureError),
+    # Flushes the thread's GDI batch so the DIB memory holds the BitBlt result. Its FALSE
+    # only says some batched call failed, which that call's own check already reported.
+    "GdiFlush": Prototype((), BOOL),
+    # Returns the number of scan lines copied; 0 is failure.
+    "GetDIBits": Prototype(
+        (HDC, HBITMAP, UINT, UINT, LPVOID, LPVOID, UINT), INT, _NONZERO, CaptureError
+    ),
+    # Returns the number of bytes stored; 0 is failure.
+    "GetObjectW": Prototype((HGDIOBJ, INT, LPVOID), INT, _NONZERO, CaptureError),
+    "SelectObject": Prototype((HDC, HGDIOBJ), HGDIOBJ, _SELECTED, CaptureError),
+    "SetBrushOrgEx": Prototype(
+        (HDC, INT, INT, ctypes.POINTER(POINT)), BOOL, _NONZERO, CaptureError
+    ),
+    # Returns the previous mode; 0 is failure.
+    "SetStretchBltMode": Prototype((HDC, INT), INT, _NONZERO, CaptureError),
+    "StretchBlt": Prototype(
+        (HDC, INT, INT, INT, INT, HDC, INT, INT, INT, INT, DWORD), BOOL, _NONZERO, CaptureError
+    ),
+}
+
+KERNEL32_PROTOTYPES: Final[dict[str, Prototype]] = {
+    # A pseudo-handle ((HANDLE)-1) that never needs closing.
+    "GetCurrentProcess": Prototype((), PROCESS_HANDLE),
+}
+
+SHCORE_PROTOTYPES: Final[dict[str, Prototype]] = {
+    "GetProcessDpiAwareness": Prototype((PROCESS_HANDLE, ctypes.POINTER(INT)), HRESULT, _HRESULT),
+    "SetProcessDpiAwareness": Prototype((INT,), HRESULT, _HRESULT),
+}
+
+USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
+    "AreDpiAwarenessContextsEqual": Prototype((DPI_AWARENESS_CONTEXT, DPI_AWARENESS_CONTEXT), BOOL),
+    "EnumDisplayMonitors": Prototype(
+        (HDC, ctypes.POINTER(RECT), MONITORENUMPROC, LPARAM), BOOL, _NONZERO, CaptureError
+    ),
+    # Returns DPI_AWARENESS_INVALID (-1) for an invalid context; no GetLastError.
+    "GetAwarenessFromDpiAwarenessContext": Prototype((DPI_AWARENESS_CONTEXT,), INT),
+    "GetCursorInfo": Prototype((ctypes.POINTER(CURSORINFO),), BOOL, _NONZERO, CaptureError),
+    "GetCursorPos": Prototype((ctypes.POINTER(POINT),), BOOL, _NONZERO, InputError),
+    "GetDC": Prototype((HWND,), HDC, _NONZERO, CaptureError),
+    # Windows 10 1803+; returns NULL for an invalid process handle.
+    "GetDpiAwarenessContextForProcess": Prototype((PROCESS_HANDLE,), DPI_AWARENESS_CONTEXT),
+    # 0 is both "no objects" and failure, so it is not checked.
+    "GetGuiResources": Prototype((PROCESS_HANDLE, DWORD), DWORD),
+    "GetIconInfo": Prototype((HICON, ctypes.POINTER(ICONINFO)), BOOL, _NONZERO, CaptureError),
+    "GetMonitorInfoW": Prototype(
+        (HMONITOR, ctypes.POINTER(MONITORINFOEXW)), BOOL, _NONZERO, CaptureError
+    ),
+    # 0 is a valid value for several metrics (SM_CLEANBOOT, SM_SWAPBUTTON), so no check.
+    "GetSystemMetrics": Prototype((INT,), INT),
+    "GetThreadDpiAwarenessContext": Prototype((), DPI_AWARENESS_CONTEXT),
+    # 0 means "no translation", not failure.
+    "MapVirtualKeyW": Prototype((UINT, UINT), UINT),
+    # Returns 1 when released, 0 when not.
+    "ReleaseDC": Prototype((HWND, HDC), INT, _NONZERO, CaptureError),
+    # Returns how many events were inserted; fewer than given means UIPI (or a locked
+    # desktop) blocked them. GetLastError does not reliably say which.
+    "SendInput": Prototype((UINT, ctypes.POINTER(INPUT), INT), UINT, _ALL_SENT, InputError),
+    "SetProcessDPIAware": Prototype((), BOOL, _NONZERO, PlatformError),
+    # ERROR_ACCESS_DENIED: awareness already set (manifest or earlier call);
+    # ERROR_INVALID_PARAMETER: this Windows does not know the context (before 10 1703).
+    "SetProcessDpiAwarenessContext": Prototype(
+        (DPI_AWARENESS_CONTEXT,), BOOL, _NONZERO, PlatformError
+    ),
+}
