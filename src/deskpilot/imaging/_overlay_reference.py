@@ -108,7 +108,7 @@ def heat_spots(frame: Any, spots: Any, lut: Any) -> None:
     size = table.shape[0]
     for cx, cy, r, aq_f in arr:
         aq = int(aq_f)
-        if not r > 0.0 or aq <= 0:
+        if not r >= 1e-6 or aq <= 0:
             continue
         r2 = r * r
         k = (size - 1) / r2
