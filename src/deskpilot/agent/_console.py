@@ -1,0 +1,173 @@
+"""Terminal output with rich: a live phase line, one line per turn, a final table.
+
+The live line (spinner + "turn 3 · waiting for the model") only renders on a
+terminal; piped output gets the per-turn lines and the summary as plain text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from deskpilot.agent._timings import OVERHEAD, PHASES
+
+__all__ = ["ConsoleReporter", "format_action", "phase_table"]
+
+_PHASE_WORDS = {
+    "model": "waiting for the model",
+    "action": "acting",
+    "settle": "waiting for the screen to settle",
+    "capture": "capturing",
+    "encode": "encoding the screenshot",
+}
+_SHORT = {
+    "parse": "parse",
+    "action": "act",
+    "settle": "settle",
+    "capture": "cap",
+    "encode": "enc",
+    "request_build": "build",
+}
+_OUTCOME_STYLE = {"answered": "green", "max_steps": "yellow", "max_time": "yellow", "interrupted": "yellow", "error": "red"}
+
+
+def _ms(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    v = float(value)
+    return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def format_action(record: Mapping[str, Any]) -> str:
+    """``click_element 'OK' [512, 300]`` style summary of a turn's tool call."""
+    if record.get("final"):
+        answer = str(record.get("answer") or "")
+        return "answer: " + (answer if len(answer) <= 70 else answer[:67] + "...")
+    call = record.get("tool_call")
+    if not call:
+        return "observe" if record.get("observation") else "-"
+    args = call.get("arguments") or {}
+    shown = []
+    for key in ("label", "box", "start", "end", "x", "y", "text", "key", "direction", "seconds"):
+        if key in args:
+            value = args[key]
+            text = repr(value) if isinstance(value, str) else str(value)
+            shown.append(text if len(text) <= 40 else text[:37] + "...")
+    return f"{call.get('name')} {' '.join(shown)}".strip()
+
+
+def _result_text(record: Mapping[str, Any]) -> Text:
+    result = record.get("result")
+    if not isinstance(result, Mapping):
+        return Text("")
+    if not result.get("ok"):
+        err = result.get("error") or {}
+        return Text(f"✗ {err.get('type')}", style="red")
+    if "changed" in result:
+        if result.get("warning"):
+            return Text(f"no effect ×{result.get('no_effect_repeats')}", style="yellow")
+        return Text("changed" if result["changed"] else "no change", style="green" if result["changed"] else "dim")
+    return Text("ok", style="green")
+
+
+def phase_table(phases: Mapping[str, Mapping[str, Any]], title: str = "per-phase timings (ms)") -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("phase")
+    for name in ("n", "p50", "p95", "mean", "max"):
+        table.add_column(name, justify="right")
+    order = [p for p in PHASES if p in phases] + [p for p in phases if p not in PHASES]
+    for name in order:
+        s = phases[name]
+        style = "bold" if name == OVERHEAD else None
+        table.add_row(
+            name,
+            str(s.get("count", "")),
+            _ms(s.get("p50_ms")),
+            _ms(s.get("p95_ms")),
+            _ms(s.get("mean_ms")),
+            _ms(s.get("max_ms")),
+            style=style,
+        )
+    return table
+
+
+class ConsoleReporter:
+    """The :class:`~deskpilot.agent._loop.Reporter` that prints with rich."""
+
+    def __init__(self, console: Console | None = None, *, live: bool = True) -> None:
+        self.console = console or Console(highlight=False)
+        self._status: Status | None = None
+        self._live = live and self.console.is_terminal
+
+    def start(self, info: Mapping[str, Any]) -> None:
+        c = self.console
+        c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {info.get('toolset')}"))
+        c.print(Text.assemble("task: ", (str(info.get("task")), "bold")))
+        c.print(f"model: {info.get('model')} at {info.get('endpoint')}")
+        screen = info.get("screen") or {}
+        c.print(
+            f"screen: {screen.get('physical_size')} -> image {screen.get('image_size')} · input: {info.get('input')}"
+            f" · max steps {info.get('max_steps')}"
+        )
+        c.print(f"run directory: {info.get('run_dir')}", style="dim")
+        if self._live:
+            self._status = c.status("starting", spinner="dots")
+            self._status.start()
+
+    def phase(self, turn: int, phase: str) -> None:
+        if self._status is not None:
+            self._status.update(f"turn {turn} · {_PHASE_WORDS.get(phase, phase)}")
+
+    def turn(self, record: Mapping[str, Any]) -> None:
+        timings = record.get("timings") or {}
+        parts = " ".join(
+            f"{_SHORT[k]} {_ms(timings[k])}" for k in ("action", "settle", "capture", "encode", "request_build") if k in timings
+        )
+        line = Text.assemble(
+            (f"{record.get('turn'):>3} ", "bold"),
+            (f"{record.get('role', '')[:8]:<8} " if record.get("role") not in (None, "agent") else ""),
+            format_action(record),
+            "  ",
+            _result_text(record),
+        )
+        line.append(f"  model {_ms(timings.get('model'))} ms" if "model" in timings else "", style="cyan")
+        if OVERHEAD in timings:
+            line.append(f"  overhead {_ms(timings[OVERHEAD])} ms", style="magenta")
+        if parts:
+            line.append(f"  ({parts})", style="dim")
+        self.console.print(line)
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+        c = self.console
+        outcome = str(summary.get("outcome"))
+        c.print()
+        c.print(Text.assemble("outcome: ", (outcome, f"bold {_OUTCOME_STYLE.get(outcome, '')}"), f" after {summary.get('steps')} steps"
+                              f" in {summary.get('duration_s', 0):.1f} s"))
+        if summary.get("error"):
+            c.print(Text(f"error: {summary['error']}", style="red"))
+        if summary.get("answer"):
+            c.print(Text.assemble("answer: ", (str(summary["answer"]), "bold")))
+        phases = summary.get("phases") or {}
+        if phases:
+            c.print(phase_table(phases))
+        totals = summary.get("totals") or {}
+        if totals:
+            c.print(
+                f"requests {totals.get('requests')} · tool calls {totals.get('tool_calls')} "
+                f"({totals.get('tool_errors')} refused) · images sent {totals.get('images_sent')} · "
+                f"sent {totals.get('request_bytes', 0) / 1e6:.1f} MB",
+                style="dim",
+            )
+        shots = summary.get("screenshots") or []
+        c.print(f"run directory: {summary.get('run_dir')}")
+        if shots:
+            c.print(f"screenshots: {len(shots)} in {summary.get('screenshot_dir')}")

@@ -1,0 +1,845 @@
+"""The shared loop machinery: one :class:`Session` per run, driven by a mode.
+
+A *mode* is prompts + a tool set + a turn policy (see :mod:`._modes`); everything a
+mode needs from the machine lives here, so single, team and stateless modes share one
+implementation of the hard parts:
+
+``Session.ask(history, ...)``
+    closes the previous turn (its record goes to ``turns.jsonl``), sends the request
+    spliced from the history's cached bytes and times the model wait. Raises
+    :class:`StepLimit` when ``max_steps`` requests were made.
+``Session.act(turn, call, tools)``
+    runs one tool call on the input thread, then settles adaptively, compares the
+    settled frame with the one before the action (``changed`` / ``changed_region``)
+    and warns after repeated actions without visible effect.
+``Session.observe(turn, ...)``
+    the image for the model: the settled frame of the last action when there is one
+    (no second capture), a fresh settled capture otherwise, or a native-resolution
+    crop after ``zoom``; PNG encoding runs in a worker thread (the native encoder
+    releases the GIL) and is skipped when the same frame was encoded before.
+
+:func:`run_agent` wires it up: config -> client, screen (capture thread), hands (input
+thread), run directory, terminal output, Ctrl+C/SIGTERM handling (stop within a
+second, release held keys and buttons, write the record) and the summary.
+
+Timing: each turn records ``parse``, ``action``, ``settle``, ``capture``, ``encode``,
+``request_build`` and ``model`` in milliseconds, plus ``overhead``, measured directly as
+the wall time from the model's reply to the moment the next request is handed to the
+HTTP client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import platform
+import signal
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+import httpx
+
+from deskpilot import imaging
+from deskpilot._errors import DeskpilotError, RunInterrupted
+from deskpilot._version import __version__
+from deskpilot.agent._client import ChatClient, Completion
+from deskpilot.agent._config import AgentConfig
+from deskpilot.agent._exchange_log import ExchangeLog
+from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent._runlog import RunLog
+from deskpilot.agent._scenarios import Scenario
+from deskpilot.agent._screen import CapturerScreen, Screen, Shot, change_box, expand_rect
+from deskpilot.agent._settle import SettlePolicy, settle
+from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
+from deskpilot.agent._toolcalls import ToolCall, strip_think
+from deskpilot.agent._tools import (
+    Hands,
+    NoEffectTracker,
+    ToolContext,
+    ToolOutcome,
+    ToolSet,
+    execute_tool_call,
+    signature_of,
+)
+from deskpilot.geometry import Box
+from deskpilot.geometry import Mapping as GeoMapping
+
+__all__ = [
+    "ModeResult",
+    "Observation",
+    "Reporter",
+    "RunResult",
+    "Session",
+    "StepLimit",
+    "Turn",
+    "run_agent",
+    "run_agent_async",
+]
+
+R = TypeVar("R")
+
+
+class StepLimit(DeskpilotError):
+    """The run used its ``max_steps`` model requests (not an error: an outcome)."""
+
+
+@dataclass(slots=True)
+class ModeResult:
+    """What a mode's ``run`` returns: the outcome word and the final answer text."""
+
+    outcome: str  # "answered", "max_steps", or a mode's own word ("done", "blocked", ...)
+    answer: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RunResult:
+    outcome: str
+    answer: str
+    steps: int
+    run_dir: Path
+    summary: dict[str, Any]
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome not in ("error", "interrupted")
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model request and everything done with its answer."""
+
+    number: int
+    role: str
+    timer: TurnTimer = field(default_factory=TurnTimer)
+    record: dict[str, Any] = field(default_factory=dict)
+    reply_at: float | None = None  # perf_counter when the model's answer was complete
+    closed: bool = False
+
+
+@dataclass(slots=True)
+class Observation:
+    """One image prepared for the model."""
+
+    shot: Shot
+    png: bytes
+    data_url: bytes
+    screenshot: str | None
+    reused: bool  # the same frame was encoded before: no new encode, no new file
+    unchanged: bool  # same pixels as the last image the model got
+
+    @property
+    def mapping(self) -> GeoMapping:
+        return self.shot.mapping
+
+
+class Reporter(Protocol):
+    """Live progress (the rich console, or nothing)."""
+
+    def start(self, info: Mapping[str, Any]) -> None: ...
+    def phase(self, turn: int, phase: str) -> None: ...
+    def turn(self, record: Mapping[str, Any]) -> None: ...
+    def finish(self, summary: Mapping[str, Any]) -> None: ...
+
+
+class NullReporter:
+    def start(self, info: Mapping[str, Any]) -> None:
+        pass
+
+    def phase(self, turn: int, phase: str) -> None:
+        pass
+
+    def turn(self, record: Mapping[str, Any]) -> None:
+        pass
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class _Encoded:
+    png: bytes
+    data_url: bytes
+    screenshot: str | None
+
+
+class _ThreadBound:
+    """One worker thread that owns an OS handle (X connection, DC): every call goes there."""
+
+    def __init__(self, name: str) -> None:
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=name)
+
+    async def call(self, fn: Callable[[], R]) -> R:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, fn)
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+class Session:
+    """The machinery of one run (see the module docstring). Modes use only its methods."""
+
+    def __init__(
+        self,
+        *,
+        config: AgentConfig,
+        task: str,
+        client: ChatClient,
+        screen: Screen,
+        capture: _ThreadBound,
+        ctx: ToolContext,
+        runlog: RunLog,
+        reporter: Reporter,
+        mode: str,
+        max_steps: int,
+    ) -> None:
+        self.config = config
+        self.task = task
+        self.client = client
+        self.screen = screen
+        self.ctx = ctx
+        self.runlog = runlog
+        self.reporter = reporter
+        self.mode = mode
+        self.max_steps = max_steps
+        self.steps = 0
+        self.started = time.time()
+        self._capture = capture
+        loop = config.agent
+        if loop.settle == "adaptive":
+            self.settle_policy = SettlePolicy("adaptive", loop.settle_min, loop.settle_max, loop.settle_poll)
+        else:
+            self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
+        self.no_effect = NoEffectTracker(loop.no_effect_repeats)
+        #: The last full-view frame captured (for change detection).
+        self.latest_full: Shot | None = None
+        #: The last image the model was sent.
+        self.current: Observation | None = None
+        #: The settled frame of the last action, not yet shown to the model.
+        self.settled: Shot | None = None
+        self._encoded: OrderedDict[int, _Encoded] = OrderedDict()
+        self._prefetch: tuple[int, asyncio.Task[_Encoded]] | None = None
+        self._pending: Turn | None = None
+        self._turn_numbers = 0
+        self.timing_rows: list[dict[str, float]] = []
+        self.totals: dict[str, int] = {
+            "requests": 0,
+            "tool_calls": 0,
+            "tool_errors": 0,
+            "request_bytes": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "images_sent": 0,
+            "frames_encoded": 0,
+        }
+        self.last_content = ""
+
+    # ------------------------------------------------------------------ turns
+    def start(self, role: str = "agent") -> Turn:
+        """Turn 0: the initial observation, before any request."""
+        turn = Turn(0, role)
+        turn.record.update({"turn": 0, "time": round(time.time(), 3), "mode": self.mode, "role": role})
+        self._pending = turn
+        return turn
+
+    @property
+    def pending(self) -> Turn | None:
+        return self._pending
+
+    def _open(self, role: str) -> Turn:
+        self._turn_numbers += 1
+        turn = Turn(self._turn_numbers, role)
+        turn.record.update({"turn": turn.number, "time": round(time.time(), 3), "mode": self.mode, "role": role})
+        self._pending = turn
+        return turn
+
+    def close_turn(self, turn: Turn, *, request_at: float | None = None) -> None:
+        """Write a turn's record (once). ``request_at`` ends its overhead interval."""
+        if turn.closed:
+            return
+        turn.closed = True
+        timings = {k: round(v, 3) for k, v in turn.timer.phases.items()}
+        if turn.reply_at is not None and request_at is not None:
+            timings[OVERHEAD] = round((request_at - turn.reply_at) * 1000, 3)
+        turn.record["timings"] = timings
+        self.timing_rows.append(timings)
+        self.runlog.write_turn(turn.record)
+        self.reporter.turn(turn.record)
+        if self._pending is turn:
+            self._pending = None
+
+    def check_limits(self) -> None:
+        if self.steps >= self.max_steps:
+            raise StepLimit(f"reached max_steps ({self.max_steps})", steps=self.steps)
+
+    async def ask(
+        self,
+        history: History,
+        *,
+        role: str = "agent",
+        tools: list[dict[str, Any]] | None = None,
+        tool_choice: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        on_tool_call: Callable[[Turn, ToolCall], Awaitable[None] | None] | None = None,
+    ) -> tuple[Turn, Completion]:
+        """Send the history; returns the new turn and the model's answer."""
+        self.check_limits()
+        model = self.config.model
+        previous = self._pending
+        with previous.timer.phase("request_build") if previous else nullcontext():
+            body = history.build_request(
+                model=model.model,
+                tools=tools,
+                tool_choice=tool_choice or model.tool_choice,
+                temperature=model.temperature if temperature is None else temperature,
+                max_tokens=model.max_tokens if max_tokens is None else max_tokens,
+                stream=model.stream,
+            )
+        stats = history.stats()
+        request_at = time.perf_counter()
+        if previous is not None:
+            self.close_turn(previous, request_at=request_at)
+        turn = self._open(role)
+        turn.record["request"] = {"messages": stats.messages, "images": stats.images_live, "bytes": len(body)}
+        self.totals["requests"] += 1
+        self.totals["request_bytes"] += len(body)
+        self.reporter.phase(turn.number, "model")
+        callback = None
+        if on_tool_call is not None:
+            hook = on_tool_call
+
+            def callback(call: ToolCall) -> Awaitable[None] | None:
+                return hook(turn, call)
+
+        started = time.perf_counter()
+        try:
+            completion = await self.client.complete(
+                body, context={"turn": turn.number, "role": role}, on_tool_call=callback
+            )
+        finally:
+            turn.timer.add("model", (time.perf_counter() - started) * 1000)
+            self.steps += 1
+        turn.reply_at = time.perf_counter()
+        usage = completion.usage or {}
+        self.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+        self.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        self.last_content = completion.content
+        turn.record["model"] = completion.as_record()
+        return turn, completion
+
+    # ------------------------------------------------------------------ screen
+    async def _probe(self, turn: Turn) -> tuple[int, Shot]:
+        started = time.perf_counter()
+        shot = await self._capture.call(self.screen.grab)
+        turn.timer.add("capture", (time.perf_counter() - started) * 1000)
+        return shot.digest, shot
+
+    async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
+        """A full-view frame; with ``settle_first`` the screen is polled until stable.
+
+        Time spent grabbing counts as ``capture``; the rest of the wait as ``settle``.
+        """
+        self.reporter.phase(turn.number, "settle" if settle_first else "capture")
+        if not settle_first:
+            _, shot = await self._probe(turn)
+        else:
+            before = turn.timer.phases.get("capture", 0.0)
+            started = time.perf_counter()
+            result = await settle(lambda: self._probe(turn), self.settle_policy)
+            grabbed = turn.timer.phases.get("capture", 0.0) - before
+            turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
+            turn.record["settle"] = result.as_dict()
+            shot = result.payload
+        self.latest_full = shot
+        return shot
+
+    def _encode_sync(self, shot: Shot) -> _Encoded:
+        png = imaging.encode_png(shot.rgb, level=self.config.screen.png_level)
+        return _Encoded(png, png_data_url(png), None)
+
+    def prefetch_encode(self, shot: Shot) -> None:
+        """Start encoding ``shot`` in a worker thread now (the next observe awaits it)."""
+        if shot.digest in self._encoded or (self._prefetch and self._prefetch[0] == shot.digest):
+            return
+        self._drop_prefetch()
+        task = asyncio.ensure_future(asyncio.to_thread(self._encode_sync, shot))
+        self._prefetch = (shot.digest, task)
+
+    def _drop_prefetch(self) -> None:
+        if self._prefetch is not None:
+            task = self._prefetch[1]
+            if not task.done():
+                task.cancel()
+            self._prefetch = None
+
+    async def _encoded_for(self, turn: Turn, shot: Shot) -> tuple[_Encoded, bool]:
+        cached = self._encoded.get(shot.digest)
+        if cached is not None:
+            self._encoded.move_to_end(shot.digest)
+            return cached, True
+        self.reporter.phase(turn.number, "encode")
+        started = time.perf_counter()
+        if self._prefetch is not None and self._prefetch[0] == shot.digest:
+            task = self._prefetch[1]
+            self._prefetch = None
+            encoded = await task
+        else:
+            encoded = await asyncio.to_thread(self._encode_sync, shot)
+        turn.timer.add("encode", (time.perf_counter() - started) * 1000)
+        self.totals["frames_encoded"] += 1
+        encoded.screenshot = self.runlog.save_screenshot(encoded.png, prefix="zoom_" if shot.zoomed else None)
+        self._encoded[shot.digest] = encoded
+        while len(self._encoded) > 4:
+            self._encoded.popitem(last=False)
+        return encoded, False
+
+    async def observe(self, turn: Turn, *, zoom: Box | None = None, fresh: bool = False) -> Observation:
+        """The next image for the model (see the module docstring).
+
+        ``zoom``: a box over the current image to show at native resolution. ``fresh``:
+        capture again even if an action's settled frame is waiting.
+        """
+        if zoom is not None:
+            area = self.latest_full.mapping.area if self.latest_full else self.ctx.mapping.area
+            rect = expand_rect(self.ctx.mapping.norm_box_to_physical(zoom), area)
+            self.reporter.phase(turn.number, "capture")
+            with turn.timer.phase("capture"):
+                shot = await self._capture.call(lambda: self.screen.grab_region(rect))
+        elif self.settled is not None and not fresh:
+            shot = self.settled
+        else:
+            shot = await self.capture(turn, settle_first=self.current is not None)
+        self.settled = None
+        encoded, reused = await self._encoded_for(turn, shot)
+        unchanged = self.current is not None and self.current.shot.digest == shot.digest and not shot.zoomed
+        obs = Observation(shot, encoded.png, encoded.data_url, encoded.screenshot, reused, unchanged)
+        record: dict[str, Any] = {
+            "screenshot": encoded.screenshot,
+            "mapping": self.describe(shot.mapping),
+            "digest": f"{shot.digest & 0xFFFFFFFFFFFFFFFF:016x}",
+            "reused": reused,
+            "unchanged": unchanged,
+            "zoomed": shot.zoomed,
+            "png_bytes": len(encoded.png),
+        }
+        turn.record["observation"] = record
+        return obs
+
+    def show(self, turn: Turn, history: History, obs: Observation, *, text: str, force_image: bool = True) -> bool:
+        """Add an observation to ``history``: the image, or (when ``force_image`` is off
+        and the pixels are the ones the model already has) a one-line note. Returns
+        whether the image was sent. The tools' coordinate frame follows the image."""
+        record = turn.record.get("observation")
+        if obs.unchanged and not force_image:
+            history.add_user(text)
+            if record is not None:
+                record["sent"] = "note"
+            return False
+        history.add_observation(obs.data_url, text=text, label=obs.screenshot or None)
+        self.ctx.mapping = obs.mapping
+        self.current = obs
+        self.totals["images_sent"] += 1
+        if record is not None:
+            record["sent"] = "image"
+        return True
+
+    def describe(self, mapping: GeoMapping) -> dict[str, Any]:
+        return {"monitor": self.ctx.monitor, **mapping.describe()}
+
+    # ------------------------------------------------------------------ actions
+    async def act(self, turn: Turn, call: ToolCall, tools: ToolSet) -> ToolOutcome:
+        """Run one tool call; after input, settle and report what changed."""
+        self.reporter.phase(turn.number, "action")
+        mapping_used = self.describe(self.ctx.mapping)
+        before = self.latest_full
+        parse_error = (call.error, call.error_message or call.error) if call.error else None
+        started = time.perf_counter()
+        outcome = await execute_tool_call(tools, call.name, call.arguments, self.ctx, parse_error=parse_error)
+        turn.timer.add("action", (time.perf_counter() - started) * 1000)
+        self.totals["tool_calls"] += 1
+        if not outcome.ok:
+            self.totals["tool_errors"] += 1
+        if outcome.acted:
+            shot = await self.capture(turn, settle_first=True)
+            self.settled = shot
+            if self.config.agent.observe_after_action:
+                self.prefetch_encode(shot)
+            started = time.perf_counter()
+            changed_box, cursor_only = (None, False) if before is None else await asyncio.to_thread(change_box, before, shot)
+            changed = changed_box is not None if before is not None else True
+            outcome.payload["changed"] = changed
+            outcome.payload["changed_region"] = changed_box
+            if cursor_only:
+                outcome.payload["pointer_moved_only"] = True
+            repeats = self.no_effect.note(signature_of(call.name, call.arguments), changed)
+            warning = self.no_effect.warning(repeats)
+            if warning:
+                outcome.payload["no_effect_repeats"] = repeats
+                outcome.payload["warning"] = warning
+            turn.timer.add("settle", (time.perf_counter() - started) * 1000)
+        self._record_call(turn, call, outcome, mapping_used)
+        return outcome
+
+    def _record_call(self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: dict[str, Any]) -> None:
+        entry = {"id": call.id, "name": call.name, "arguments": call.arguments}
+        if call.error:
+            entry["raw_arguments"] = call.raw_arguments
+        if "tool_call" not in turn.record:
+            turn.record["tool_call"] = entry
+            turn.record["result"] = outcome.payload
+            turn.record["action"] = outcome.action
+            turn.record["mapping"] = mapping
+        else:
+            turn.record.setdefault("more_calls", []).append(
+                {**entry, "result": outcome.payload, "action": outcome.action, "mapping": mapping}
+            )
+
+    def reject_call(self, turn: Turn, call: ToolCall, payload: dict[str, Any]) -> None:
+        """Record a call answered without running (e.g. too_many_tool_calls)."""
+        self.totals["tool_calls"] += 1
+        self.totals["tool_errors"] += 1
+        turn.record.setdefault("extra_calls", []).append({"id": call.id, "name": call.name, "result": payload})
+
+    async def pause(self, turn: Turn, seconds: float) -> None:
+        """A fixed delay (the seeds' step delay), timed as settle."""
+        if seconds > 0:
+            with turn.timer.phase("settle"):
+                await asyncio.sleep(seconds)
+
+    # ------------------------------------------------------------------ summary
+    def summary(self, *, outcome: str, answer: str, error: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        ended = time.time()
+        return {
+            "task": self.task,
+            "mode": self.mode,
+            "model": self.config.model.model,
+            "endpoint": self.config.model.endpoint,
+            "outcome": outcome,
+            "error": error,
+            "answer": answer,
+            "steps": self.steps,
+            "max_steps": self.max_steps,
+            "started": round(self.started, 3),
+            "ended": round(ended, 3),
+            "duration_s": round(ended - self.started, 3),
+            "screenshots": list(self.runlog.screenshots),
+            "screenshot_dir": str(self.runlog.dump_dir),
+            "totals": dict(self.totals),
+            "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
+            **(dict(extra) if extra else {}),
+        }
+
+
+# ---------------------------------------------------------------------- run_agent
+
+
+def _describe_task(task: str | Scenario) -> tuple[str, Scenario | None]:
+    if isinstance(task, Scenario):
+        return task.task, task
+    return task, None
+
+
+async def run_agent_async(
+    config: AgentConfig,
+    task: str | Scenario,
+    *,
+    screen_factory: Callable[[], Screen] | None = None,
+    hands_factory: Callable[[], Hands] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    reporter: Reporter | None = None,
+    handle_signals: bool = True,
+    run_name: str | None = None,
+) -> RunResult:
+    """Run one task with the mode ``config.agent.mode``; never raises for a run that
+    started (the outcome says what happened), only for invalid setup."""
+    from deskpilot.agent._modes import get_mode
+
+    text, scenario = _describe_task(task)
+    mode_spec = get_mode(config.agent.mode)
+    mode = mode_spec.factory(config)
+    reporter = reporter or NullReporter()
+    max_steps = scenario.max_steps if scenario and scenario.max_steps and "agent.max_steps" not in _explicit(config) else config.agent.max_steps
+
+    runlog = RunLog.create(
+        config.run.runs_dir,
+        name=run_name,
+        dump_dir=config.run.dump_dir or None,
+        dump_prefix=config.run.dump_prefix,
+        dump_start=config.run.dump_start,
+        save_screenshots=config.run.save_screenshots,
+    )
+    exchange = ExchangeLog(runlog.exchange_log_path) if config.run.exchange_log else None
+    capture = _ThreadBound("deskpilot-capture")
+    client: ChatClient | None = None
+    screen: Screen | None = None
+    ctx: ToolContext | None = None
+    session: Session | None = None
+    outcome, answer, error = "error", "", None
+    interrupted: list[str] = []
+    mode_task: asyncio.Task[ModeResult] | None = None
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+    timer_handle: asyncio.TimerHandle | None = None
+    started_wall = time.time()
+    extra: dict[str, Any] = {}
+
+    def stop(reason: str) -> None:
+        if not interrupted:
+            interrupted.append(reason)
+        if ctx is not None:
+            ctx.stop.set()
+        if mode_task is not None and not mode_task.done():
+            mode_task.cancel()
+
+    try:
+        runlog.write_run_info(
+            {
+                "task": text,
+                "scenario": scenario.as_dict() if scenario else None,
+                "mode": mode_spec.name,
+                "toolset": config.agent.toolset,
+                "config": config.as_dict(),
+                "config_sources": dict(config.sources),
+                "config_file": str(config.file) if config.file else None,
+                "deskpilot": __version__,
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "imaging_backend": imaging.BACKEND,
+                "started": round(started_wall, 3),
+                "pid": os.getpid(),
+            }
+        )
+        runlog.write_summary({"task": text, "mode": mode_spec.name, "outcome": "running", "started": round(started_wall, 3)})
+        model = config.model
+        client = ChatClient(
+            model.endpoint,
+            model.model,
+            timeout=model.timeout,
+            max_retries=model.retries,
+            stream=model.stream,
+            api_key=model.api_key or None,
+            exchange_log=exchange,
+            transport=transport,
+        )
+        if screen_factory is None:
+            size = (config.screen.image_width, config.screen.image_height)
+
+            def screen_factory() -> Screen:
+                return CapturerScreen(
+                    size=size,
+                    monitor=config.screen.monitor,
+                    backend=config.screen.capture_backend,
+                    cursor=config.screen.cursor,
+                )
+
+        screen = await capture.call(screen_factory)
+        hands: Hands
+        input_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deskpilot-input")
+        if hands_factory is None:
+            from deskpilot.input import InputController
+
+            backend = "dry" if config.agent.dry_run else config.screen.input_backend
+
+            def hands_factory() -> Hands:
+                return InputController(backend)
+
+        hands = await loop.run_in_executor(input_thread, hands_factory)
+        first = await capture.call(screen.grab)
+        ctx = ToolContext(
+            hands=hands,
+            mapping=first.mapping,
+            monitor=screen.monitor,
+            seed_delays=config.agent.settle == "fixed",
+            _executor=input_thread,
+        )
+        session = Session(
+            config=config,
+            task=text,
+            client=client,
+            screen=screen,
+            capture=capture,
+            ctx=ctx,
+            runlog=runlog,
+            reporter=reporter,
+            mode=mode_spec.name,
+            max_steps=max_steps,
+        )
+        reporter.start(
+            {
+                "task": text,
+                "scenario": scenario.ref if scenario else None,
+                "mode": mode_spec.name,
+                "toolset": config.agent.toolset,
+                "model": model.model,
+                "endpoint": model.endpoint,
+                "run_dir": str(runlog.path),
+                "max_steps": max_steps,
+                "screen": first.mapping.describe(),
+                "input": "dry-run" if config.agent.dry_run else config.screen.input_backend,
+            }
+        )
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+                try:
+                    loop.add_signal_handler(sig, stop, name)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
+                    signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
+        if config.agent.max_seconds > 0:
+            timer_handle = loop.call_later(config.agent.max_seconds, stop, "max_time")
+        mode_task = asyncio.ensure_future(mode.run(session))
+        try:
+            result = await mode_task
+            outcome, answer, extra = result.outcome, result.answer, result.extra
+        except asyncio.CancelledError:
+            if not interrupted:
+                raise
+            outcome = "max_time" if interrupted[0] == "max_time" else "interrupted"
+            error = None if outcome == "max_time" else f"stopped by {interrupted[0]}"
+            answer = strip_think(session.last_content)
+        except StepLimit:
+            outcome, answer = "max_steps", strip_think(session.last_content)
+        except KeyboardInterrupt:
+            outcome, error = "interrupted", "stopped by KeyboardInterrupt"
+        except DeskpilotError as exc:
+            outcome, error = "error", f"{type(exc).__name__}: {exc}"
+            extra["error_details"] = _jsonable(exc.details)
+    except KeyboardInterrupt:
+        outcome, error = "interrupted", "stopped by KeyboardInterrupt"
+    except DeskpilotError as exc:
+        outcome, error = "error", f"{type(exc).__name__}: {exc}"
+        extra["error_details"] = _jsonable(exc.details)
+    except Exception as exc:  # a bug: record it, then let it propagate
+        outcome, error = "error", f"{type(exc).__name__}: {exc}"
+        _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
+        await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+        raise
+    summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
+    await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+    if config.run.lmstudio_logs != "off":
+        from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
+
+        exported = export_lmstudio_logs(
+            runlog.path,
+            since=started_wall,
+            until=time.time(),
+            log_dir=config.run.lmstudio_log_dir or None,
+            required=config.run.lmstudio_logs == "on",
+        )
+        if exported:
+            summary["lmstudio_logs"] = [str(p.name) for p in exported]
+            runlog.write_summary(summary)
+    return RunResult(outcome, answer, session.steps if session else 0, runlog.path, summary, error)
+
+
+def _explicit(config: AgentConfig) -> set[str]:
+    return {k for k, v in config.sources.items() if v != "default"}
+
+
+def _jsonable(details: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in details.items():
+        out[key] = value if isinstance(value, (str, int, float, bool, type(None), list, dict)) else repr(value)
+    return out
+
+
+def _finish(
+    runlog: RunLog,
+    session: Session | None,
+    task: str,
+    mode: str,
+    outcome: str,
+    answer: str,
+    error: str | None,
+    extra: dict[str, Any],
+    reporter: Reporter,
+    started: float,
+) -> dict[str, Any]:
+    if session is not None:
+        pending = session.pending
+        if pending is not None:
+            if outcome in ("answered",) and "final" not in pending.record:
+                pending.record["final"] = True
+            if outcome != "answered":
+                pending.record["ended_by"] = outcome
+            session.close_turn(pending)
+        summary = session.summary(outcome=outcome, answer=answer, error=error, extra=extra)
+    else:
+        summary = {
+            "task": task,
+            "mode": mode,
+            "outcome": outcome,
+            "error": error,
+            "answer": answer,
+            "steps": 0,
+            "started": round(started, 3),
+            "ended": round(time.time(), 3),
+            **extra,
+        }
+    try:
+        runlog.flush()
+        summary["run_log_errors"] = list(runlog.errors)
+        runlog.write_summary(summary)
+    except OSError as exc:
+        summary["run_log_errors"] = [*runlog.errors, f"summary.json: {exc}"]
+    reporter.finish({**summary, "run_dir": str(runlog.path)})
+    return summary
+
+
+async def _cleanup(
+    ctx: ToolContext | None,
+    screen: Screen | None,
+    capture: _ThreadBound,
+    client: ChatClient | None,
+    exchange: ExchangeLog | None,
+    runlog: RunLog,
+    installed: list[signal.Signals],
+    loop: asyncio.AbstractEventLoop,
+    timer_handle: asyncio.TimerHandle | None,
+) -> None:
+    """Release held input first (it matters most), then close everything else."""
+    if timer_handle is not None:
+        timer_handle.cancel()
+    if ctx is not None:
+        ctx.stop.set()
+        hands = ctx.hands
+        executor = ctx._executor
+        if executor is not None:
+            # Failures here must not stop the record from being written.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(loop.run_in_executor(executor, hands.release_all), 2.0)
+            closer = getattr(hands, "close", None)
+            if callable(closer):
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(loop.run_in_executor(executor, closer), 2.0)
+        ctx.close()
+    if screen is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(capture.call(screen.close), 2.0)
+    capture.shutdown()
+    if client is not None:
+        await client.aclose()
+    if exchange is not None:
+        exchange.close()
+    runlog.close()
+    for sig in installed:
+        loop.remove_signal_handler(sig)
+
+
+def run_agent(config: AgentConfig, task: str | Scenario, **kwargs: Any) -> RunResult:
+    """Blocking wrapper of :func:`run_agent_async` (its own event loop)."""
+    try:
+        return asyncio.run(run_agent_async(config, task, **kwargs))
+    except KeyboardInterrupt as exc:  # only before handlers were installed
+        raise RunInterrupted("interrupted before the run started", reason="SIGINT") from exc

@@ -1,0 +1,153 @@
+"""The single mode (seeds 000 and 001): one vision model, one tool call per step.
+
+Turn policy:
+
+1. system prompt (for the tool set) + task; the first screenshot (seed 000 observes
+   before the first request).
+2. Each step: request -> answer. No tool call: the answer (think blocks stripped) ends
+   the run. Otherwise the first call runs; extra calls are answered with
+   ``too_many_tool_calls`` (``agent.one_tool_call = false`` runs them all, in order).
+3. After an action the screen settles and the tool result says whether it changed.
+   With ``agent.observe_after_action`` (default) the settled frame is attached as the
+   next observation (a one-line note instead when the pixels did not change); with it
+   off the model calls observe_screen / take_screenshot itself, as in the seeds.
+4. ``zoom`` shows a native-resolution crop next; ``wait`` and the observe tools always
+   send a fresh image.
+
+With a streamed answer the first tool call starts running as soon as it has arrived,
+while the rest of the stream is still being received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from deskpilot.agent._config import AgentConfig
+from deskpilot.agent._history import History
+from deskpilot.agent._loop import ModeResult, Observation, Session, Turn
+from deskpilot.agent._modes import ModeSpec
+from deskpilot.agent._prompts import observation_text, system_prompt
+from deskpilot.agent._toolcalls import ToolCall, strip_think
+from deskpilot.agent._tools import ToolOutcome, ToolSet, err_payload, toolset
+
+__all__ = ["MODE", "SingleMode"]
+
+
+class SingleMode:
+    def __init__(self, config: AgentConfig, tools: ToolSet | None = None, prompt: str | None = None) -> None:
+        self.config = config
+        self.tools = tools or toolset(config.agent.toolset)
+        self.one_call = config.agent.one_tool_call
+        self.auto_observe = config.agent.observe_after_action
+        self.prompt = prompt or system_prompt(
+            self.tools, one_call_per_step=self.one_call, auto_observe=self.auto_observe
+        )
+        self._images = 0
+
+    def new_history(self) -> History:
+        h = self.config.history
+        return History(
+            self.prompt,
+            keep_last_screenshots=h.keep_last_screenshots,
+            keep_last_thinks=h.keep_last_thinks,
+            prune_chunk=h.prune_chunk,
+            tools=self.tools.schemas(),
+        )
+
+    def _text(self, *, zoomed: bool, unchanged: bool) -> str:
+        if unchanged:
+            return "No new screenshot: the screen looks exactly like the previous screenshot."
+        self._images += 1
+        return observation_text(self._images, zoomed=zoomed)
+
+    async def run(self, session: Session) -> ModeResult:
+        history = self.new_history()
+        history.add_task(session.task)
+        turn = session.start()
+        first = await session.observe(turn)
+        session.show(turn, history, first, text=self._text(zoomed=False, unchanged=False))
+        stream = self.config.model.stream
+        while True:
+            early: dict[str, Any] = {}
+
+            def start_early(t: Turn, call: ToolCall, early: dict[str, Any] = early) -> None:
+                # Streaming: act on the first complete call while the rest still arrives.
+                if "task" not in early and call.index == 0 and not call.error:
+                    early["call"] = call
+                    early["task"] = asyncio.ensure_future(session.act(t, call, self.tools))
+
+            try:
+                turn, completion = await session.ask(history, on_tool_call=start_early if stream else None)
+            except BaseException:
+                task = early.get("task")
+                if task is not None:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                raise
+            with turn.timer.phase("parse"):
+                history.add_assistant(completion.message)
+                calls = completion.tool_calls
+                run_calls = calls[:1] if self.one_call else calls
+                extra_calls = calls[1:] if self.one_call else []
+            if not calls:
+                answer = strip_think(completion.content)
+                turn.record["final"] = True
+                turn.record["answer"] = answer
+                return ModeResult("answered", answer)
+
+            results: list[tuple[ToolCall, ToolOutcome]] = []
+            for call in run_calls:
+                task = early.get("task")
+                if task is not None and early["call"].id == call.id:
+                    outcome = await task
+                    early.pop("task")
+                else:
+                    outcome = await session.act(turn, call, self.tools)
+                results.append((call, outcome))
+            leftover = early.get("task")
+            if leftover is not None:  # the early call was not among those to run (cannot happen for index 0)
+                await asyncio.gather(leftover, return_exceptions=True)
+
+            last = results[-1][1]
+            wants_image = any(o.observe for _, o in results)
+            acted = any(o.acted for _, o in results)
+            obs: Observation | None = None
+            if last.zoom is not None:
+                obs = await session.observe(turn, zoom=last.zoom)
+            elif wants_image:
+                obs = await session.observe(turn, fresh=not acted)
+            elif acted and self.auto_observe:
+                obs = await session.observe(turn)
+            if obs is not None:
+                for _call, outcome in results:
+                    if outcome.observe:
+                        outcome.payload.update(
+                            screenshot=obs.screenshot,
+                            image_size=list(obs.shot.size),
+                            screen_size=[obs.mapping.area.width, obs.mapping.area.height],
+                        )
+            for call, outcome in results:
+                history.add_tool_result(call.id, outcome.payload, name=call.name or None)
+            for call in extra_calls:
+                payload = err_payload(
+                    "too_many_tool_calls",
+                    f"only one tool call per step is allowed; {call.name or 'this call'} was not run. "
+                    "Call it again in your next reply if it is still needed.",
+                )
+                session.reject_call(turn, call, payload)
+                history.add_tool_result(call.id, payload, name=call.name or None)
+            if obs is not None:
+                force = wants_image or last.zoom is not None or obs.shot.zoomed
+                session.show(
+                    turn, history, obs, text=self._text(zoomed=obs.shot.zoomed, unchanged=obs.unchanged and not force),
+                    force_image=force,
+                )
+            await session.pause(turn, self.config.agent.effective_step_delay)
+
+
+MODE = ModeSpec(
+    "single",
+    "one vision model, one tool call per step (seeds 000/001)",
+    SingleMode,
+)

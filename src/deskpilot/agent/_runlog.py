@@ -1,0 +1,348 @@
+"""The run directory: an append-only, crash-safe record of one agent run.
+
+Layout (format version 1)::
+
+    runs/<YYYYmmdd-HHMMSS>[-N]/
+      run.json            what was asked: task, scenario, mode, toolset, resolved config
+                          (secrets masked) and where each value came from, host info
+      turns.jsonl         one JSON object per line, one line per turn (see below);
+                          appended, flushed and fsynced after every turn
+      screen_0001.png     every screenshot the model was sent, seed names
+                          (<AGENT_DUMP_PREFIX><index:04d>.png from AGENT_DUMP_START; when
+                          AGENT_DUMP_DIR is set they go there instead and turns record
+                          the absolute path)
+      zoom_0003.png       (extended toolset) native-resolution crops sent by ``zoom``
+      exchange.log        sanitized HTTP exchange log (images -> sha256 + length)
+      summary.json        outcome and totals; written at start with outcome "running"
+                          and atomically replaced at the end, also on crash or Ctrl+C
+      lmstudio_raw.log,   (optional, seed 001) LM Studio server-log lines of this run,
+      lmstudio_raw_clean.log   raw and with base64 images replaced
+
+A ``turns.jsonl`` record (keys absent when not applicable)::
+
+    {"v": 1, "turn": 3, "time": 1732250000.123, "mode": "single", "role": "agent",
+     "request": {"messages": 9, "images": 2, "bytes": 812345},
+     "model": {"content": "...", "finish_reason": "tool_calls", "usage": {...},
+               "tool_calls": [{"id": "call_1", "name": "click_element",
+                               "arguments": "{\\"label\\": \\"OK\\", \\"box\\": [500, 300]}"}]},
+     "tool_call": {"id": "call_1", "name": "click_element", "arguments": {...}},
+     "result": {"ok": true, ...},              # the payload the model got back
+     "extra_calls": [{"id": ..., "name": ..., "result": {...too_many_tool_calls...}}],
+     "action": {"kind": "click", "x": 960, "y": 324, "button": "left", "count": 1},
+     "mapping": {"monitor": 1, "origin": [0, 0], "physical_size": [1920, 1080],
+                 "image_size": [1536, 864], "scale": [1.25, 1.25]},  # frame the call used
+     "observation": {"screenshot": "screen_0004.png", "mapping": {...}, "digest": "9f..",
+                     "reused": false, "changed": true, "changed_region": [x1, y1, x2, y2]},
+     "settle": {"polls": 3, "stable": true, "waited_ms": 24.1},
+     "timings": {"parse": 0.1, "action": 3.2, "settle": 24.1, "capture": 9.8,
+                 "encode": 4.1, "request_build": 0.3, "model": 812.0, "overhead": 41.6},
+     "final": false, "answer": "..."}       # answer only on the final turn
+
+Turn 0 is the initial observation (no model call). ``mapping`` is what replay needs to
+turn the recorded call's 0..1000 coordinates into the recorded physical ``action``.
+
+``summary.json``: ``{"v", "run_dir", "task", "scenario", "mode", "toolset", "model",
+"endpoint", "outcome" ("running" | "answered" | "max_steps" | "max_time" |
+"interrupted" | "error"), "error", "answer", "steps", "started", "ended",
+"duration_s", "screenshots", "totals": {"requests", "tool_calls", "tool_errors",
+"request_bytes", "prompt_tokens", "completion_tokens"}, "phases": {phase: {count,
+p50_ms, p95_ms, mean_ms, max_ms, total_ms}}}``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from deskpilot._errors import DeskpilotError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "RunLog",
+    "RunLogError",
+    "dumps_json",
+    "iter_turns",
+    "load_summary",
+    "validate_run_dir",
+]
+
+FORMAT_VERSION = 1
+TURNS_FILE = "turns.jsonl"
+SUMMARY_FILE = "summary.json"
+RUN_FILE = "run.json"
+EXCHANGE_FILE = "exchange.log"
+
+
+class RunLogError(DeskpilotError):
+    """The run directory cannot be written, or a recorded one is not valid."""
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return f"<{len(obj)} bytes>"
+    if hasattr(obj, "as_dict"):
+        return obj.as_dict()
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def dumps_json(obj: Any, *, indent: bool = False) -> bytes:
+    option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+    if indent:
+        option |= orjson.OPT_INDENT_2
+    return orjson.dumps(obj, default=_default, option=option)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+class RunLog:
+    """Writes one run directory. Disk work happens on one writer thread, in order.
+
+    ``write_turn`` and ``save_screenshot`` return immediately (the turn loop never
+    waits on the disk); ``flush`` waits for everything queued so far. ``close`` drains,
+    fsyncs and closes; it is idempotent and safe to call from ``finally``.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        dump_dir: Path | None = None,
+        dump_prefix: str = "screen_",
+        dump_start: int = 1,
+        save_screenshots: bool = True,
+    ) -> None:
+        self.path = path
+        self.dump_dir = dump_dir if dump_dir is not None else path
+        self.dump_prefix = dump_prefix
+        self._next_index = dump_start
+        self.save_screenshots = save_screenshots
+        self.screenshots: list[str] = []
+        self.errors: list[str] = []
+        self.turns_written = 0
+        self._turns = open(path / TURNS_FILE, "ab")  # noqa: SIM115 - closed in close()
+        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._writer = threading.Thread(target=self._drain, name="deskpilot-runlog", daemon=True)
+        self._writer.start()
+
+    # ------------------------------------------------------------------ creation
+    @classmethod
+    def create(
+        cls,
+        runs_dir: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        dump_dir: str | os.PathLike[str] | None = None,
+        dump_prefix: str = "screen_",
+        dump_start: int = 1,
+        save_screenshots: bool = True,
+    ) -> RunLog:
+        """Make ``runs_dir/<timestamp>`` (``-2``, ``-3``... when taken) and open it."""
+        root = Path(runs_dir)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            base = name or time.strftime("%Y%m%d-%H%M%S")
+            path = root / base
+            suffix = 1
+            while True:
+                try:
+                    path.mkdir()
+                    break
+                except FileExistsError:
+                    suffix += 1
+                    path = root / f"{base}-{suffix}"
+            dump: Path | None = None
+            if dump_dir:
+                dump = Path(dump_dir)
+                dump.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunLogError(f"cannot create the run directory under {str(root)!r}: {exc}", path=str(root)) from None
+        return cls(path, dump_dir=dump, dump_prefix=dump_prefix, dump_start=dump_start, save_screenshots=save_screenshots)
+
+    # ------------------------------------------------------------------ writer thread
+    def _drain(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception as exc:  # keep recording the rest; report at the end
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        if self._closed:
+            raise RunLogError(f"run directory {str(self.path)!r} is closed")
+        self._queue.put(job)
+
+    def flush(self, timeout: float = 10.0) -> None:
+        """Block until every queued write is on disk."""
+        if self._closed:
+            return
+        done = threading.Event()
+        self._queue.put(done.set)
+        if not done.wait(timeout):
+            self.errors.append(f"flush timed out after {timeout} s")
+
+    # ------------------------------------------------------------------ records
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.path).as_posix()
+        except ValueError:
+            return str(path.resolve())
+
+    def reserve_screenshot(self, prefix: str | None = None) -> tuple[str, Path]:
+        """The next seed-style file name (``screen_0001.png``) and its path."""
+        with self._lock:
+            index = self._next_index
+            self._next_index += 1
+        folder = self.dump_dir if prefix is None else self.path
+        target = folder / f"{prefix or self.dump_prefix}{index:04d}.png"
+        return self._relative(target), target
+
+    def save_screenshot(self, png: bytes, *, prefix: str | None = None) -> str | None:
+        """Queue a PNG for writing; returns its name as turns record it (None if disabled)."""
+        if not self.save_screenshots:
+            return None
+        name, target = self.reserve_screenshot(prefix)
+        self.screenshots.append(name)
+
+        def write() -> None:
+            with open(target, "wb") as fh:
+                fh.write(png)
+
+        self._submit(write)
+        return name
+
+    def write_turn(self, record: dict[str, Any]) -> None:
+        """Queue one turns.jsonl line; the writer flushes and fsyncs after it."""
+        line = dumps_json({"v": FORMAT_VERSION, **record}) + b"\n"
+        self.turns_written += 1
+
+        def write() -> None:
+            self._turns.write(line)
+            self._turns.flush()
+            os.fsync(self._turns.fileno())
+
+        self._submit(write)
+
+    def write_json(self, name: str, obj: Any) -> None:
+        """Write a JSON file in the run directory atomically, now (not queued)."""
+        _atomic_write(self.path / name, dumps_json(obj, indent=True))
+
+    def write_run_info(self, info: dict[str, Any]) -> None:
+        self.write_json(RUN_FILE, {"v": FORMAT_VERSION, **info})
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        self.write_json(SUMMARY_FILE, {"v": FORMAT_VERSION, "run_dir": str(self.path), **summary})
+
+    @property
+    def exchange_log_path(self) -> Path:
+        return self.path / EXCHANGE_FILE
+
+    def close(self) -> None:
+        """Drain the writer, fsync turns.jsonl, close files. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put(None)
+        self._writer.join(timeout=30)
+        try:
+            self._turns.flush()
+            os.fsync(self._turns.fileno())
+        except (OSError, ValueError) as exc:
+            self.errors.append(f"closing turns.jsonl: {exc}")
+        finally:
+            self._turns.close()
+
+    def __enter__(self) -> RunLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def iter_turns(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Parse ``turns.jsonl`` line by line; a bad line raises :class:`RunLogError`."""
+    path = Path(run_dir) / TURNS_FILE
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        raise RunLogError(f"cannot read {str(path)!r}: {exc}", path=str(path)) from None
+    with fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise RunLogError(f"{path}:{number}: not JSON: {exc}", path=str(path), line=number) from None
+            if not isinstance(record, dict):
+                raise RunLogError(f"{path}:{number}: a record must be an object", path=str(path), line=number)
+            yield record
+
+
+def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    path = Path(run_dir) / SUMMARY_FILE
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise RunLogError(f"cannot read {str(path)!r}: {exc}", path=str(path)) from None
+    if not isinstance(data, dict):
+        raise RunLogError(f"{path}: summary must be an object", path=str(path))
+    return data
+
+
+def validate_run_dir(run_dir: str | os.PathLike[str]) -> list[str]:
+    """Problems with a recorded run directory (empty list = complete and valid)."""
+    root = Path(run_dir)
+    problems: list[str] = []
+    for name in (RUN_FILE, TURNS_FILE, SUMMARY_FILE):
+        if not (root / name).is_file():
+            problems.append(f"{name} is missing")
+    if problems:
+        return problems
+    try:
+        turns = list(iter_turns(root))
+    except RunLogError as exc:
+        return [str(exc)]
+    try:
+        summary = load_summary(root)
+    except RunLogError as exc:
+        return [str(exc)]
+    if summary.get("outcome") in (None, "running"):
+        problems.append(f"summary outcome is {summary.get('outcome')!r}: the run did not finish its record")
+    numbers = [t.get("turn") for t in turns]
+    if numbers != sorted(numbers):  # type: ignore[type-var]
+        problems.append(f"turn numbers are not in order: {numbers}")
+    for record in turns:
+        if record.get("v") != FORMAT_VERSION:
+            problems.append(f"turn {record.get('turn')}: format version {record.get('v')!r}")
+        shot = (record.get("observation") or {}).get("screenshot")
+        if shot:
+            shot_path = Path(shot) if Path(shot).is_absolute() else root / shot
+            if not shot_path.is_file():
+                problems.append(f"turn {record.get('turn')}: screenshot {shot} is missing")
+    return problems

@@ -1,0 +1,170 @@
+"""The agent's eyes: screenshots as the model sees them, their mapping, and what changed.
+
+:class:`Screen` is the seam between the loop and :class:`deskpilot.capture.Capturer`
+(unit tests plug in a synthetic screen). Every call is blocking and thread-bound (an
+X connection or GDI DC belongs to the thread that made it), so the loop runs all of
+them on one capture thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot import imaging
+from deskpilot.geometry import NORM_MAX, Mapping, Rect
+
+__all__ = ["CapturerScreen", "Screen", "Shot", "change_box", "expand_rect"]
+
+U8 = npt.NDArray[np.uint8]
+
+#: Half the size of the area around the pointer ignored by change detection (physical
+#: pixels): a pointer that only moved is not "the screen changed".
+CURSOR_HALF = 32
+#: A zoom never shows fewer physical pixels than this per side (a 3x3 px crop is no use).
+MIN_ZOOM_PX = 64
+
+
+@dataclass(slots=True)
+class Shot:
+    """One captured image, ready to encode: RGB pixels and the mapping of its pixels."""
+
+    rgb: U8
+    mapping: Mapping
+    digest: int
+    cursor: tuple[int, int] | None = None  # pointer position, physical pixels
+    zoomed: bool = False
+
+    @property
+    def size(self) -> tuple[int, int]:
+        return (self.mapping.image_width, self.mapping.image_height)
+
+
+class Screen(Protocol):
+    """A source of :class:`Shot` s for one working area (monitor)."""
+
+    monitor: int
+
+    def grab(self) -> Shot:
+        """The working area at the configured model image size, cursor drawn if enabled."""
+        ...
+
+    def grab_region(self, rect: Rect) -> Shot:
+        """``rect`` (physical pixels inside the working area) at native resolution."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CapturerScreen:
+    """:class:`Screen` over :class:`deskpilot.capture.Capturer`."""
+
+    def __init__(
+        self,
+        *,
+        size: tuple[int, int],
+        monitor: int = 1,
+        backend: str = "auto",
+        cursor: bool = True,
+    ) -> None:
+        import deskpilot.capture as capture
+
+        self.monitor = monitor
+        self.size = size
+        # getattr: the facade lands in deskpilot.capture; the agent only needs this call.
+        capturer_cls: Any = getattr(capture, "Capturer")  # noqa: B009
+        self._capturer: Any = capturer_cls(backend=backend, monitor=monitor, cursor=cursor)
+        self._capturer.__enter__()
+
+    def grab(self) -> Shot:
+        frame = self._capturer.grab(size=self.size)
+        rgb = frame.rgb
+        return Shot(rgb, frame.mapping, imaging.frame_digest(rgb), _cursor(frame))
+
+    def grab_region(self, rect: Rect) -> Shot:
+        frame = self._capturer.grab()
+        area: Rect = frame.area
+        inside = rect.intersect(area) or area
+        x0, y0 = inside.left - area.left, inside.top - area.top
+        rgb = np.ascontiguousarray(frame.rgb[y0 : y0 + inside.height, x0 : x0 + inside.width])
+        mapping = Mapping(inside, inside.width, inside.height)
+        return Shot(rgb, mapping, imaging.frame_digest(rgb), _cursor(frame), zoomed=True)
+
+    def close(self) -> None:
+        self._capturer.__exit__(None, None, None)
+
+
+def _cursor(frame: Any) -> tuple[int, int] | None:
+    pos = getattr(frame, "cursor", None)
+    if pos is None:
+        return None
+    return (int(pos[0]), int(pos[1]))
+
+
+def expand_rect(rect: Rect, within: Rect, minimum: int = MIN_ZOOM_PX) -> Rect:
+    """``rect`` grown around its centre to at least ``minimum`` px per side, kept inside ``within``."""
+    width = min(within.width, max(rect.width, minimum))
+    height = min(within.height, max(rect.height, minimum))
+    cx, cy = rect.left + rect.width // 2, rect.top + rect.height // 2
+    left = min(max(cx - width // 2, within.left), within.right - width)
+    top = min(max(cy - height // 2, within.top), within.bottom - height)
+    return Rect(left, top, width, height)
+
+
+def _cursor_box(mapping: Mapping, pos: tuple[int, int] | None) -> tuple[int, int, int, int] | None:
+    """The image-pixel box (x0, y0, x1, y1), exclusive, around a physical pointer position."""
+    if pos is None:
+        return None
+    sx, sy = mapping.scale
+    ix, iy = mapping.physical_to_image(*pos)
+    hx, hy = int(CURSOR_HALF / sx) + 1, int(CURSOR_HALF / sy) + 1
+    w, h = mapping.image_width, mapping.image_height
+    return (max(0, ix - hx), max(0, iy - hy), min(w, ix + hx), min(h, iy + hy))
+
+
+def change_box(before: Shot, after: Shot) -> tuple[list[int] | None, bool]:
+    """What changed between two full-view shots: a normalized ``[x1, y1, x2, y2]`` box (or
+    None) and whether the only change was the pointer moving.
+
+    The areas under the pointer in both shots are ignored when the plain comparison
+    finds a change that touches them (a click moves the pointer; that alone is no
+    visible effect of the action).
+    """
+    if before.rgb.shape != after.rgb.shape:
+        return [0, 0, NORM_MAX, NORM_MAX], False
+    if before.digest == after.digest:
+        return None, False
+    region = imaging.changed_region(before.rgb, after.rgb)
+    if region is None:
+        return None, False
+    boxes = [b for b in (_cursor_box(before.mapping, before.cursor), _cursor_box(after.mapping, after.cursor)) if b]
+    if boxes and any(_overlaps(region, b) for b in boxes):
+        a, b = before.rgb.copy(), after.rgb.copy()
+        for x0, y0, x1, y1 in boxes:
+            a[y0:y1, x0:x1] = 0
+            b[y0:y1, x0:x1] = 0
+        masked = imaging.changed_region(a, b)
+        if masked is None:
+            return None, True
+        region = masked
+    return _normalize(region, after.mapping), False
+
+
+def _overlaps(region: tuple[int, int, int, int], box: tuple[int, int, int, int]) -> bool:
+    x, y, w, h = region
+    x0, y0, x1, y1 = box
+    return x < x1 and x0 < x + w and y < y1 and y0 < y + h
+
+
+def _normalize(region: tuple[int, int, int, int], mapping: Mapping) -> list[int]:
+    x, y, w, h = region
+    iw, ih = mapping.image_width, mapping.image_height
+    return [
+        x * NORM_MAX // iw,
+        y * NORM_MAX // ih,
+        min(NORM_MAX, -(-(x + w) * NORM_MAX // iw)),
+        min(NORM_MAX, -(-(y + h) * NORM_MAX // ih)),
+    ]

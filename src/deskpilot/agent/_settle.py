@@ -1,0 +1,90 @@
+"""Adaptive settle: wait until the screen stops changing instead of sleeping a fixed time.
+
+The seeds sleep 60-120 ms after every action and 0.4 s after every step whether the
+screen changed or not. Here a *probe* (a cheap capture returning a frame digest and
+its payload) is polled until two consecutive probes match, bounded below by
+``min_s`` (some apps start repainting late) and above by ``max_s`` (a video or a
+blinking caret never settles). The last probe's payload is returned so the loop can
+reuse that frame as the next observation instead of capturing again.
+
+``mode="fixed"`` keeps the seeds' behaviour (sleep ``fixed_s``, then one probe) and
+``mode="none"`` probes once without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+__all__ = ["SettlePolicy", "SettleResult", "settle"]
+
+T = TypeVar("T")
+
+SettleMode = Literal["adaptive", "fixed", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class SettlePolicy:
+    mode: SettleMode = "adaptive"
+    min_s: float = 0.0
+    max_s: float = 1.5
+    poll_s: float = 0.01
+    fixed_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("adaptive", "fixed", "none"):
+            raise ValueError(f"settle mode {self.mode!r} is not adaptive, fixed or none")
+        if min(self.min_s, self.max_s, self.poll_s, self.fixed_s) < 0:
+            raise ValueError("settle times must be >= 0")
+        if self.max_s < self.min_s:
+            raise ValueError(f"settle max {self.max_s} s is below min {self.min_s} s")
+
+
+@dataclass(frozen=True, slots=True)
+class SettleResult(Generic[T]):
+    payload: T
+    digest: int
+    polls: int
+    stable: bool  # two consecutive probes matched (False: timed out, or fixed/none mode)
+    waited_s: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
+
+
+Probe = Callable[[], Awaitable[tuple[int, T]]]
+
+
+async def settle(probe: Probe[T], policy: SettlePolicy) -> SettleResult[T]:
+    """Poll ``probe`` (``-> (digest, payload)``) until the screen is stable or ``max_s``.
+
+    Cancellation (Ctrl+C) propagates from the sleeps and the probe immediately.
+    """
+    start = time.perf_counter()
+    if policy.mode != "adaptive":
+        if policy.mode == "fixed" and policy.fixed_s > 0:
+            await asyncio.sleep(policy.fixed_s)
+        digest, payload = await probe()
+        return SettleResult(payload, digest, 1, False, time.perf_counter() - start)
+
+    if policy.min_s > 0:
+        # Nothing before min_s can count as settled, so do not spend probes on it; one
+        # poll interval before the deadline leaves room for the first comparison.
+        await asyncio.sleep(max(0.0, policy.min_s - policy.poll_s))
+    digest, payload = await probe()
+    polls = 1
+    while True:
+        elapsed = time.perf_counter() - start
+        if elapsed >= policy.max_s:
+            return SettleResult(payload, digest, polls, False, elapsed)
+        if policy.poll_s > 0:
+            await asyncio.sleep(min(policy.poll_s, max(0.0, policy.max_s - elapsed)))
+        new_digest, new_payload = await probe()
+        polls += 1
+        elapsed = time.perf_counter() - start
+        if new_digest == digest and elapsed >= policy.min_s:
+            return SettleResult(new_payload, new_digest, polls, True, elapsed)
+        digest, payload = new_digest, new_payload
