@@ -503,7 +503,7 @@ class ChatClient:
         decoder = SSEDecoder()
         assembler = StreamAssembler(new_id=self.new_call_id)
         first_call: float | None = None
-        chunks = response.aiter_raw()
+        chunks = response.aiter_bytes()
         async for chunk in chunks:
             for event in decoder.feed(chunk):
                 for raw_call in assembler.feed(event):
@@ -679,7 +679,7 @@ async def _drain(chunks: AsyncIterator[bytes]) -> None:
 async def _read_limited(response: httpx.Response, limit: int) -> bytes:
     parts: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_raw():
+    async for chunk in response.aiter_bytes():
         parts.append(chunk)
         size += len(chunk)
         if size >= limit:

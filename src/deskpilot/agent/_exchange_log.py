@@ -149,7 +149,7 @@ def sanitize_value(value: Any, *, max_text: int = 2000) -> Any:
 
 def _cut_text(value: Any, max_text: int) -> Any:
     if isinstance(value, str):
-        if len(value) > max_text:
+        if len(value) > max_text and not (value.startswith("data:") and ";base64,<sha256:" in value):
             return value[:max_text] + f"... <truncated, {len(value)} chars>"
         return value
     if isinstance(value, dict):

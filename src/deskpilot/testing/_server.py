@@ -479,7 +479,10 @@ class ModelServer:
         message = reply.message()
         out_chars = len(message.get("content") or "") + sum(
             len(str(c["function"].get("arguments"))) for c in message.get("tool_calls", []))
-        prompt = max(1, record.size // 4)
+        # A rough, deterministic estimate: ~4 characters per text token, 256 per image
+        # (the stream flag must not change it, so the raw body size is not used).
+        text = orjson.dumps(record.messages) if record.messages else b""
+        prompt = max(1, len(text) // 4 + 256 * record.image_count)
         completion = max(1, out_chars // 4)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
