@@ -197,6 +197,7 @@ class TargetApp:
         )
 
     def _select_all(self, e: Any) -> str:
+        self._key("key", e)  # "break" below keeps the event from the bind_all recorder
         if e.widget is self.entry:
             self.entry.selection_range(0, "end")
             self.entry.icursor("end")

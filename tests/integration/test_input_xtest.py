@@ -1,0 +1,214 @@
+"""XTest input into the real Tk target app on Xvfb: every assertion is on what the app
+recorded, never on what we think we sent."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from apps.harness import TargetApp
+
+from deskpilot.geometry import Mapping, Rect
+from deskpilot.input import InputController
+from deskpilot.input._xtest import XTestBackend
+
+pytestmark = pytest.mark.x11
+
+SAMPLE = "Grüße, 世界 ✓ 𝄞"
+
+
+@pytest.fixture(scope="module")
+def ctl(target_app: TargetApp) -> Iterator[InputController]:
+    with InputController("xtest") as controller:
+        yield controller
+
+
+def presses(records: list[dict[str, Any]], kind: str = "press") -> list[dict[str, Any]]:
+    return [r for r in records if r["type"] == kind]
+
+
+def test_clicks_at_normalized_points_land_on_the_pixel(target_app: TargetApp, ctl: InputController) -> None:
+    mapping = Mapping(Rect(0, 0, 1920, 1080), 1536, 864)
+    rng = random.Random(3)
+    points = [(0, 0), (1000, 1000), (0, 1000), (1000, 0), (500, 500), (1, 999)]
+    points += [(rng.randint(0, 1000), rng.randint(0, 1000)) for _ in range(14)]
+    for nx, ny in points:
+        px, py = mapping.norm_to_physical(nx, ny)
+        mark = target_app.mark()
+        ctl.click(px, py)
+        press = target_app.wait_for(lambda r: r["type"] == "press", since=mark)
+        assert (press["x"], press["y"]) == (px, py), (nx, ny)
+        # ... and the model coordinate of where it landed is the one it asked for, within 1 px
+        back = mapping.norm_to_physical(*mapping.physical_to_norm(press["x"], press["y"]))
+        assert abs(back[0] - px) <= 1 and abs(back[1] - py) <= 1
+
+
+def test_clicks_hit_the_named_targets(target_app: TargetApp, ctl: InputController) -> None:
+    for name in ("red", "green", "blue", "yellow", "pad", "pattern"):
+        mark = target_app.mark()
+        ctl.click(*target_app.center(name))
+        press = target_app.wait_for(lambda r: r["type"] == "release", since=mark)
+        assert press["widget"] == name
+
+
+def test_double_right_and_middle_clicks(target_app: TargetApp, ctl: InputController) -> None:
+    x, y = target_app.center("pad")
+    mark = target_app.mark()
+    ctl.click(x, y, count=2)
+    ctl.click(x + 10, y, button="right")
+    ctl.click(x + 20, y, button="middle", count=3)
+    target_app.wait_for(lambda r: r["type"] == "triple" and r["button"] == 2, since=mark)
+    records = target_app.since(mark)
+    assert [(r["button"], r["x"]) for r in presses(records)] == [(1, x), (1, x), (3, x + 10), (2, x + 20), (2, x + 20), (2, x + 20)]
+    assert [(r["button"], r["x"]) for r in presses(records, "release")] == [(1, x), (1, x), (3, x + 10), (2, x + 20), (2, x + 20), (2, x + 20)]
+    assert [(r["button"]) for r in presses(records, "double")] == [1, 2]
+    assert [(r["button"]) for r in presses(records, "triple")] == [2]
+
+
+def test_drag_moves_with_the_button_down(target_app: TargetApp, ctl: InputController) -> None:
+    x, y = target_app.center("pad")
+    start, end = (x - 150, y - 100), (x + 150, y + 120)
+    mark = target_app.mark()
+    ctl.drag(start, end, duration=0.2, steps=10)
+    release = target_app.wait_for(lambda r: r["type"] == "release", since=mark)
+    records = target_app.since(mark)
+    press = presses(records)[0]
+    assert (press["button"], press["x"], press["y"]) == (1, *start)
+    assert (release["button"], release["x"], release["y"]) == (1, *end)
+    motion = [(r["x"], r["y"]) for r in records if r["type"] == "motion"]
+    assert len(motion) >= 5 and motion[-1] == end
+    assert all(r["state"] & 0x100 for r in records if r["type"] == "motion")  # Button1 held throughout
+
+
+def test_drag_along_a_path(target_app: TargetApp, ctl: InputController) -> None:
+    x, y = target_app.center("pad")
+    corner = (x + 100, y - 100)
+    mark = target_app.mark()
+    ctl.drag((x - 100, y - 100), (x + 100, y + 100), path=[corner], duration=0.16, steps=8)  # Tk compresses motion: give it time
+    target_app.wait_for(lambda r: r["type"] == "release", since=mark)
+    motion = [(r["x"], r["y"]) for r in target_app.since(mark) if r["type"] == "motion"]
+    assert corner in motion and motion[-1] == (x + 100, y + 100)
+
+
+def test_scroll_both_axes(target_app: TargetApp, ctl: InputController) -> None:
+    x, y = target_app.center("pad")
+    mark = target_app.mark()
+    ctl.scroll(x, y, dy=3)
+    ctl.scroll(x, y, dy=-2)
+    ctl.scroll(x, y, dx=2)
+    ctl.scroll(x, y, dx=-1)
+    records = [r for r in target_app.since(mark) if r["type"] == "scroll"]
+    while len(records) < 8:
+        target_app.wait_for(lambda r: r["type"] == "scroll", since=target_app.mark() - 1)
+        records = [r for r in target_app.since(mark) if r["type"] == "scroll"]
+    assert [r["direction"] for r in records] == ["down"] * 3 + ["up"] * 2 + ["right"] * 2 + ["left"]
+    assert all((r["x"], r["y"], r["widget"]) == (x, y, "pad") for r in records)
+
+
+def type_into(app: TargetApp, ctl: InputController, widget: str, text: str) -> str:
+    app.clear()
+    app.focus(widget)
+    mark = app.mark()
+    ctl.type_text(text)
+    try:
+        record = app.wait_for(lambda r: r["type"] == widget and r["text"] == text, since=mark, timeout=15)
+    except TimeoutError:
+        seen = [r["text"] for r in app.since(mark) if r["type"] == widget]
+        return seen[-1] if seen else ""
+    return str(record["text"])
+
+
+def test_unicode_text_arrives_exactly_every_time(target_app: TargetApp, ctl: InputController) -> None:
+    results = [type_into(target_app, ctl, "entry", SAMPLE) for _ in range(20)]
+    assert results == [SAMPLE] * 20
+
+
+def test_long_mixed_text_arrives_exactly(target_app: TargetApp) -> None:
+    # Fresh backends each run, so every run remaps (nothing cached from earlier tests),
+    # with more distinct unmapped characters than there are spare keycodes.
+    alphabet = "äöüßéèêçñøåæœ€£¥©®µ¶世界你好中文字符测试日本語かなカナ한국어✓✗→←↑↓★☆♠♣♥♦𝄞😀🎉"
+    rng = random.Random(11)
+    for run in range(6):
+        text = "".join(rng.choice(alphabet + "aZ9 ,.!?(){}~") for _ in range(80))
+        with InputController("xtest") as fresh:
+            assert type_into(target_app, fresh, "entry", text) == text, run
+
+
+def test_multiline_text_into_the_text_box(target_app: TargetApp, ctl: InputController) -> None:
+    text = "line one\n\tindented: <tag attr=\"x\"> & 'quotes'\nzwei: Grüße — 𝄞\n"
+    assert type_into(target_app, ctl, "text", text) == text
+
+
+def test_ctrl_a_then_typing_replaces_the_text(target_app: TargetApp, ctl: InputController) -> None:
+    assert type_into(target_app, ctl, "entry", "old text here") == "old text here"
+    mark = target_app.mark()
+    ctl.key("ctrl+a")
+    ctl.type_text("new")
+    target_app.wait_for(lambda r: r["type"] == "entry" and r["text"] == "new", since=mark)
+    keys = [r for r in target_app.since(mark) if r["type"] == "key"]
+    assert keys[0]["keysym"] == "Control_L" and keys[1]["keysym"] == "a" and keys[1]["state"] & 4
+
+
+@pytest.mark.parametrize(
+    ("combo", "keysyms"),
+    [
+        ("shift+a", ["Shift_L", "A"]),
+        ("ctrl+shift+t", ["Control_L", "Shift_L", "T"]),
+        ("enter", ["Return"]),
+        ("pagedown", ["Next"]),
+        ("f5", ["F5"]),
+        ("f13", ["F13"]),  # not in Xvfb's keymap: typed through a spare keycode
+        ("f24", ["F24"]),
+        ("num7", ["KP_7", "KP_Home"]),
+        ("?", ["Shift_L", "question"]),
+        ("rctrl", ["Control_R"]),
+        ("win", ["Super_L"]),
+    ],
+)
+def test_key_combos_arrive_as_keysyms(target_app: TargetApp, ctl: InputController, combo: str, keysyms: list[str]) -> None:
+    target_app.focus("pad")
+    mark = target_app.mark()
+    ctl.key(combo)
+    want = keysyms[:-1] if len(keysyms) > 1 and keysyms[-1].startswith("KP_") else keysyms
+    target_app.wait_for(lambda r: r["type"] == "key_release" and r["keysym"] in (want[-1], keysyms[-1]), since=mark)
+    got = [r["keysym"] for r in target_app.since(mark) if r["type"] == "key"]
+    if combo == "num7":  # KP_7 or KP_Home depending on NumLock
+        assert got[0] in keysyms
+    else:
+        assert got == keysyms
+    releases = [r["keysym"] for r in target_app.since(mark) if r["type"] == "key_release"]
+    assert len(releases) == len(got)  # everything pressed was released
+
+
+def test_interrupted_drag_releases_the_button_for_real(target_app: TargetApp) -> None:
+    class Interrupting(XTestBackend):
+        moves = 0
+
+        def move(self, x: int, y: int) -> None:
+            super().move(x, y)
+            self.moves += 1
+            if self.moves == 4:
+                raise KeyboardInterrupt
+
+    x, y = target_app.center("pad")
+    mark = target_app.mark()
+    with InputController(Interrupting()) as ctl, pytest.raises(KeyboardInterrupt):
+        ctl.drag((x, y), (x + 200, y), duration=0, steps=10)
+    release = target_app.wait_for(lambda r: r["type"] == "release", since=mark)
+    assert release["button"] == 1
+    assert ctl.pressed == ([], [])
+
+
+def test_close_restores_the_spare_keycodes(target_app: TargetApp) -> None:
+    probe = XTestBackend()
+    spares_before = list(probe._spare)
+    probe.close()
+    with InputController("xtest") as ctl:
+        type_into(target_app, ctl, "entry", "ÿ€世")
+    after = XTestBackend()
+    try:
+        assert list(after._spare) == spares_before  # all empty again
+    finally:
+        after.close()
