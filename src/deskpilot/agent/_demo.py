@@ -1,0 +1,226 @@
+"""``deskpilot demo``: the agent on a (virtual) display against the built-in model server.
+
+Steps: start Xvfb when there is no display (``-displayfd``, so the display number never
+collides), start the Tk demo app (:mod:`._demo_app`), start the local model server
+with the pixel-reading policy (unless an endpoint is given: then a real LM Studio
+drives it), run the agent with real capture and real input, check what the app
+received, stop everything. Also used by the integration tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from deskpilot._errors import DeskpilotError, PlatformError
+from deskpilot.agent._config import AgentConfig
+from deskpilot.agent._demo_app import TARGET_RGB
+from deskpilot.agent._loop import Reporter, RunResult, run_agent
+from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
+
+__all__ = ["DemoApp", "DemoResult", "run_demo", "virtual_display"]
+
+Record = dict[str, Any]
+
+
+@contextlib.contextmanager
+def virtual_display(size: tuple[int, int] = (1920, 1080), *, timeout: float = 15.0) -> Iterator[str]:
+    """Start Xvfb, point ``DISPLAY`` at it for the block, stop it after."""
+    if shutil.which("Xvfb") is None:
+        raise PlatformError(
+            "there is no display and Xvfb is not installed: install it (apt-get install xvfb) or run on a desktop",
+            program="Xvfb",
+        )
+    read_fd, write_fd = os.pipe()
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{size[0]}x{size[1]}x24",
+         "-nolisten", "tcp", "-noreset", "+extension", "XFIXES", "+extension", "XTEST"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    os.close(write_fd)
+    number = ""
+    try:
+        with os.fdopen(read_fd) as pipe:
+            import select
+
+            ready, _, _ = select.select([pipe], [], [], timeout)
+            if ready:
+                number = pipe.readline().strip()
+        if not number:
+            raise PlatformError(f"Xvfb did not start within {timeout:g} s", program="Xvfb")
+        old = os.environ.get("DISPLAY")
+        os.environ["DISPLAY"] = f":{number}"
+        try:
+            yield f":{number}"
+        finally:
+            if old is None:
+                os.environ.pop("DISPLAY", None)
+            else:
+                os.environ["DISPLAY"] = old
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+
+class DemoApp:
+    """The running demo app: its ``ready`` record and the events it recorded."""
+
+    def __init__(self, events_path: Path, *, geometry: str | None = None, timeout: float = 20.0) -> None:
+        self.events_path = events_path
+        events_path.write_text("", encoding="utf-8")
+        cmd = [sys.executable, "-m", "deskpilot.agent._demo_app", "--events", str(events_path)]
+        if geometry:
+            cmd += ["--geometry", geometry]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, text=True)
+        self.records: list[Record] = []
+        self._offset = 0
+        self._buffer = ""
+        try:
+            self.ready = self.wait_for(lambda r: r.get("type") == "ready", timeout=timeout)
+        except BaseException:
+            self.close()
+            raise
+        self.widgets: dict[str, list[int]] = self.ready["widgets"]
+
+    def _read(self) -> None:
+        with open(self.events_path, encoding="utf-8") as fh:
+            fh.seek(self._offset)
+            chunk = fh.read()
+            self._offset = fh.tell()
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split("\n")
+        self.records.extend(json.loads(line) for line in lines if line.strip())
+
+    def events(self) -> list[Record]:
+        self._read()
+        return list(self.records)
+
+    def wait_for(self, predicate: Callable[[Record], bool], *, timeout: float = 10.0) -> Record:
+        deadline = time.monotonic() + timeout
+        while True:
+            self._read()
+            for record in self.records:
+                if predicate(record):
+                    return record
+            if self.proc.poll() is not None:
+                raise PlatformError(f"the demo app exited with code {self.proc.returncode}", program="demo app")
+            if time.monotonic() > deadline:
+                raise PlatformError(f"the demo app did not report in {timeout:g} s", program="demo app")
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError, ValueError):
+                assert self.proc.stdin is not None
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+
+    def __enter__(self) -> DemoApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass
+class DemoResult:
+    run: RunResult
+    events: list[Record]
+    target: list[int]
+    checks: list[tuple[str, bool, str]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.run.outcome == "answered" and all(ok for _, ok, _ in self.checks)
+
+
+def _checks(events: list[Record], target: list[int], text: str) -> list[tuple[str, bool, str]]:
+    x, y, w, h = target
+    clicks = [e for e in events if e.get("type") == "press" and e.get("button") == 1]
+    inside = [c for c in clicks if x <= c["x"] < x + w and y <= c["y"] < y + h]
+    submitted = [e.get("text") for e in events if e.get("type") == "submitted"]
+    out = [
+        (
+            "target clicked within its bounds",
+            bool(inside),
+            f"click at ({inside[0]['x']}, {inside[0]['y']}) inside {target}" if inside
+            else f"clicks: {[(c['x'], c['y']) for c in clicks]}, target {target}",
+        ),
+        ("text typed exactly", text in submitted, f"submitted {submitted!r}, expected {text!r}"),
+        ("Enter received", bool(submitted), f"{len(submitted)} submission(s)"),
+    ]
+    return out
+
+
+def demo_scenario() -> Scenario:
+    return next(s for s in BUILTIN_SCENARIOS if s.name == "demo")
+
+
+def run_demo(
+    config: AgentConfig,
+    *,
+    use_builtin_server: bool = True,
+    reporter: Reporter | None = None,
+    work_dir: Path | None = None,
+    server_latency: float = 0.0,
+) -> DemoResult:
+    """Run the demo on the current display (call inside :func:`virtual_display` if needed)."""
+    scenario = demo_scenario()
+    tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="deskpilot-demo-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    with DemoApp(tmp / "demo_events.jsonl") as app:
+        target = app.widgets["target"]
+        if use_builtin_server:
+            from deskpilot.testing import ModelServer, PixelPolicy
+
+            policy = PixelPolicy(
+                TARGET_RGB,
+                label="TARGET button",
+                text=DEMO_TEXT,
+                key="enter",
+                steps=("click", "type", "key", "done"),
+                final="Done: I clicked the TARGET, typed the text and pressed Enter.",
+                tool_names={"observe": "observe_screen"},
+            )
+            with ModelServer(policy, latency=server_latency) as server:
+                cfg = config.replace(model=_with_endpoint(config, server.endpoint))
+                result = run_agent(cfg, scenario, reporter=reporter)
+                problems = server.problems
+        else:
+            result = run_agent(config, scenario, reporter=reporter)
+            problems = []
+        # The app records asynchronously: give the last events a moment to land.
+        with contextlib.suppress(DeskpilotError):
+            app.wait_for(lambda r: r.get("type") == "submitted", timeout=2.0)
+        events = app.events()
+    checks = _checks(events, target, DEMO_TEXT)
+    if use_builtin_server:
+        checks.append(("requests valid (tool schema, ids, image data URLs)", not problems, "; ".join(problems[:3]) or "no problems"))
+    return DemoResult(result, events, target, checks)
+
+
+def _with_endpoint(config: AgentConfig, endpoint: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(config.model, endpoint=endpoint)

@@ -1,0 +1,196 @@
+"""``deskpilot doctor``: check the display, DPI awareness, capture, input, the model server
+and whether the model accepts images and tools. One PASS/WARN/FAIL/SKIP line per check;
+exit code 1 when any check fails."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from deskpilot.commands.run import add_model_options, config_from_args
+
+__all__ = ["Check", "register", "run_checks"]
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # PASS | WARN | FAIL | SKIP
+    detail: str
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "doctor",
+        help="check display, DPI awareness, capture, input, model server, images and tools",
+        description=__doc__,
+    )
+    add_model_options(parser)
+    parser.add_argument("--no-model", dest="no_model", action="store_true", help="skip the model server checks")
+    parser.set_defaults(handler=handle)
+
+
+def _display_check() -> tuple[Check, bool]:
+    if sys.platform == "win32":
+        return Check("display", "PASS", "Windows desktop"), True
+    display = os.environ.get("DISPLAY")
+    if not display:
+        wayland = os.environ.get("WAYLAND_DISPLAY")
+        hint = " (Wayland without XWayland's DISPLAY is not supported)" if wayland else ""
+        return Check("display", "FAIL", f"DISPLAY is not set{hint}: run on a desktop, or `deskpilot demo` starts Xvfb"), False
+    return Check("display", "PASS", f"DISPLAY={display}"), True
+
+
+def _dpi_check() -> Check:
+    if sys.platform != "win32":
+        return Check("DPI awareness", "SKIP", "only needed on Windows")
+    try:
+        from deskpilot._win32.dpi import ensure_dpi_awareness
+
+        result = ensure_dpi_awareness()
+    except Exception as exc:
+        return Check("DPI awareness", "FAIL", f"{type(exc).__name__}: {exc}")
+    return Check("DPI awareness", "PASS" if result.per_monitor else "WARN", result.describe())
+
+
+def _capture_check(config: Any) -> Check:
+    try:
+        from deskpilot.agent._screen import CapturerScreen
+
+        size = (config.screen.image_width, config.screen.image_height)
+        started = time.perf_counter()
+        screen = CapturerScreen(size=size, monitor=config.screen.monitor, backend=config.screen.capture_backend)
+        try:
+            shot = screen.grab()
+            first = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            screen.grab()
+            again = (time.perf_counter() - started) * 1000
+        finally:
+            screen.close()
+    except Exception as exc:
+        return Check("capture", "FAIL", f"{type(exc).__name__}: {exc}")
+    m = shot.mapping.describe()
+    from deskpilot import imaging
+
+    note = "" if imaging.BACKEND != "reference" else " (pure-numpy imaging: build the native core for speed)"
+    return Check(
+        "capture",
+        "PASS" if imaging.BACKEND != "reference" else "WARN",
+        f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
+        f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms{note}",
+    )
+
+
+def _input_check(config: Any) -> Check:
+    backend = "dry" if config.agent.dry_run else config.screen.input_backend
+    try:
+        from deskpilot.input import InputController
+
+        with InputController(backend) as hands:
+            pos = hands.position()
+            desktop = hands.desktop
+            name = getattr(hands.backend, "name", backend)
+    except Exception as exc:
+        return Check("input", "FAIL", f"{type(exc).__name__}: {exc}")
+    return Check("input", "PASS", f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}")
+
+
+def _tiny_png() -> bytes:
+    import numpy as np
+
+    from deskpilot import imaging
+
+    img = np.zeros((64, 64, 3), np.uint8)
+    img[:, :] = (255, 0, 0)
+    return imaging.encode_png(img)
+
+
+async def _model_checks(config: Any) -> list[Check]:
+    from deskpilot.agent._client import ChatClient
+    from deskpilot.agent._history import History
+
+    checks: list[Check] = []
+    model = config.model
+    async with ChatClient(
+        model.endpoint, model.model, timeout=model.timeout, max_retries=0, api_key=model.api_key or None
+    ) as client:
+        try:
+            started = time.perf_counter()
+            ids = await client.models()
+            ms = (time.perf_counter() - started) * 1000
+        except Exception as exc:
+            checks.append(Check("endpoint", "FAIL", str(exc)))
+            return checks
+        checks.append(Check("endpoint", "PASS", f"{client.models_url} answered in {ms:.0f} ms: {len(ids)} model(s)"))
+        if ids and model.model not in ids:
+            checks.append(Check("model", "WARN", f"{model.model!r} is not listed ({', '.join(ids[:5])}); the server may load it on demand"))
+        elif ids:
+            checks.append(Check("model", "PASS", f"{model.model!r} is loaded"))
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "report_color",
+                "description": "Report the main colour of the image.",
+                "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+            },
+        }
+        history = History("You are a test. Answer by calling the tool.", tools=[tool])
+        history.add_task("What colour is this image? Call report_color with the colour name.")
+        history.add_observation(_tiny_png(), text="A 64x64 image.")
+        body = history.build_request(model=model.model, temperature=0.0, max_tokens=256)
+        try:
+            started = time.perf_counter()
+            completion = await client.complete(body, context={"check": "doctor"})
+            ms = (time.perf_counter() - started) * 1000
+        except Exception as exc:
+            checks.append(Check("images + tools", "FAIL", str(exc)))
+            return checks
+        checks.append(Check("images", "PASS", f"a request with a PNG image was answered in {ms:.0f} ms"))
+        if completion.tool_calls:
+            call = completion.tool_calls[0]
+            source = " (parsed from the text)" if call.source != "native" else ""
+            checks.append(Check("tools", "PASS", f"the model called {call.name}({call.raw_arguments}){source}"))
+        else:
+            excerpt = completion.content.strip().replace("\n", " ")[:80]
+            checks.append(Check("tools", "WARN", f"the model answered without a tool call: {excerpt!r}"))
+    return checks
+
+
+def run_checks(config: Any, *, model: bool = True) -> list[Check]:
+    checks: list[Check] = []
+    display, has_display = _display_check()
+    checks.append(display)
+    checks.append(_dpi_check())
+    if has_display:
+        checks.append(_capture_check(config))
+        checks.append(_input_check(config))
+    else:
+        checks.append(Check("capture", "SKIP", "no display"))
+        checks.append(Check("input", "SKIP", "no display"))
+    if model:
+        checks.extend(asyncio.run(_model_checks(config)))
+    return checks
+
+
+_STYLE = {"PASS": "green", "WARN": "yellow", "FAIL": "bold red", "SKIP": "dim"}
+
+
+def handle(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    config = config_from_args(args)
+    console = Console(highlight=False)
+    console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
+    checks = run_checks(config, model=not args.no_model)
+    for check in checks:
+        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}")
+    failed = [c for c in checks if c.status == "FAIL"]
+    console.print(f"{len(failed)} failed, {sum(c.status == 'WARN' for c in checks)} warnings" if failed else "all checks passed")
+    return 1 if failed else 0

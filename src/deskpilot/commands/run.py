@@ -1,0 +1,194 @@
+"""``deskpilot run``: run the agent on a task or a scenario.
+
+    deskpilot run 2                         scenario 2 of the active tool set (seeds' `python main.py 2`)
+    deskpilot run seed001:3                 scenario 3 of seed 001's list
+    deskpilot run "Open the calculator"     a free-form task
+    deskpilot run --mode single --toolset extended --endpoint http://host:8080/v1/chat/completions ...
+
+Every setting also comes from the environment (LMSTUDIO_*, AGENT_*), a TOML file
+(--config, default ./deskpilot.toml) and ``--set section.key=value``; flags win.
+Modes add their own flags (``deskpilot run --mode team --help`` lists them).
+
+This module also holds the option helpers ``demo`` and ``doctor`` share; it imports
+nothing heavy at module level so ``deskpilot --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["add_agent_options", "add_model_options", "config_from_args", "register"]
+
+_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("model server")
+    g.add_argument("--endpoint", help="chat completions URL (LMSTUDIO_ENDPOINT)")
+    g.add_argument("--model", help="model id (LMSTUDIO_MODEL)")
+    g.add_argument("--api-key", dest="api_key", help="bearer token (LMSTUDIO_API_KEY / OPENAI_API_KEY)")
+    g.add_argument("--timeout", type=float, help="seconds per request (LMSTUDIO_TIMEOUT)")
+    g.add_argument("--config", metavar="PATH", help="TOML config file (default ./deskpilot.toml if present)")
+    g.add_argument(
+        "--set", dest="set_values", action="append", default=[], metavar="SECTION.KEY=VALUE",
+        help="any setting, e.g. --set history.keep_last_screenshots=3 (repeatable)",
+    )
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("agent")
+    g.add_argument("--mode", help="single (default); team and stateless when installed (AGENT_MODE)")
+    g.add_argument("--toolset", choices=("seed000", "seed001", "extended"), help="tool names and set (AGENT_TOOLSET)")
+    g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
+    g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
+    g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")
+    g.add_argument("--max-seconds", dest="max_seconds", type=float, help="wall-time limit, 0 = none (AGENT_MAX_SECONDS)")
+    g.add_argument("--stream", dest="stream", action="store_true", default=None, help="SSE streaming (LMSTUDIO_STREAM)")
+    g.add_argument("--no-stream", dest="stream", action="store_false", help="one JSON answer per request")
+    g.add_argument("--settle", choices=("adaptive", "fixed", "none"), help="wait for the screen: adaptive (default) or the seeds' fixed delays")
+    g.add_argument("--step-delay", dest="step_delay", type=float, help="fixed sleep after each step (AGENT_STEP_DELAY)")
+    g.add_argument("--image-size", dest="image_size", metavar="WxH", help="model image size, e.g. 1536x864 (AGENT_IMAGE_W/H)")
+    g.add_argument("--monitor", type=int, help="1-based monitor (AGENT_MONITOR)")
+    g.add_argument("--dry-run", dest="dry_run", action="store_true", default=None, help="record input actions instead of sending them")
+    g.add_argument("--input", dest="input_backend", choices=("auto", "sendinput", "xtest", "dry"), help="input backend")
+    g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi"), help="capture backend")
+    g.add_argument("--no-auto-observe", dest="observe_after_action", action="store_false", default=None,
+                   help="seed behaviour: no screenshot after actions until the model asks for one")
+    g.add_argument("--many-calls", dest="one_tool_call", action="store_false", default=None,
+                   help="run every tool call of a reply (default: one per step, extras refused)")
+    g.add_argument("--runs-dir", dest="runs_dir", help="where run directories go (AGENT_RUNS_DIR, default ./runs)")
+    g.add_argument("--quiet", action="store_true", default=None, help="no live terminal output")
+    g.add_argument("--json", dest="json_summary", action="store_true", help="print summary.json to stdout at the end")
+
+
+_FLAG_KEYS = {
+    "endpoint": "model.endpoint",
+    "model": "model.model",
+    "api_key": "model.api_key",
+    "timeout": "model.timeout",
+    "temperature": "model.temperature",
+    "max_tokens": "model.max_tokens",
+    "stream": "model.stream",
+    "mode": "agent.mode",
+    "toolset": "agent.toolset",
+    "max_steps": "agent.max_steps",
+    "max_seconds": "agent.max_seconds",
+    "settle": "agent.settle",
+    "step_delay": "agent.step_delay",
+    "dry_run": "agent.dry_run",
+    "observe_after_action": "agent.observe_after_action",
+    "one_tool_call": "agent.one_tool_call",
+    "monitor": "screen.monitor",
+    "input_backend": "screen.input_backend",
+    "capture_backend": "screen.capture_backend",
+    "runs_dir": "run.runs_dir",
+    "quiet": "run.quiet",
+}
+
+
+def config_from_args(args: argparse.Namespace, extra_flags: dict[str, Any] | None = None) -> Any:
+    """The AgentConfig for parsed CLI arguments (flags > env > file > defaults)."""
+    from deskpilot._errors import ConfigError
+    from deskpilot.agent._config import load_config, parse_set_option
+    from deskpilot.agent._modes import discover_modes
+
+    discover_modes()  # modes register their config sections
+    flags: dict[str, Any] = {}
+    for text in getattr(args, "set_values", None) or []:
+        key, raw = parse_set_option(text)
+        flags[key] = raw
+    for attr, key in _FLAG_KEYS.items():
+        value = getattr(args, attr, None)
+        if value is not None:
+            flags[key] = value
+    size = getattr(args, "image_size", None)
+    if size:
+        w, sep, h = size.lower().partition("x")
+        if not sep or not w.strip().isdigit() or not h.strip().isdigit():
+            raise ConfigError(f"--image-size expects WxH like 1536x864, got {size!r}", where="--image-size")
+        flags["screen.image_width"], flags["screen.image_height"] = int(w), int(h)
+    flags.update({k: v for k, v in (extra_flags or {}).items() if v is not None})
+    return load_config(flags=flags, path=getattr(args, "config", None))
+
+
+class _RunParser(argparse.ArgumentParser):
+    """Adds the discovered modes' own flags when ``run`` is actually parsed (not for --help of
+    the top-level command, which must stay import-light)."""
+
+    _modes_added = False
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        if not self._modes_added:
+            self._modes_added = True
+            try:
+                from deskpilot.agent._modes import discover_modes
+
+                for spec in discover_modes().values():
+                    if spec.add_arguments is not None:
+                        spec.add_arguments(self.add_argument_group(f"{spec.name} mode"))  # type: ignore[arg-type]
+            except Exception as exc:
+                print(f"deskpilot: warning: mode options unavailable: {exc}", file=sys.stderr)
+        return super().parse_known_args(args, namespace)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the agent on a task or a scenario",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="Scenarios: `deskpilot scenarios`. Exit codes: 0 answered, 1 error, 3 step/time limit, 130 interrupted.",
+    )
+    parser.__class__ = _RunParser
+    parser.add_argument("task", nargs="*", help="scenario number (N or seed001:N), scenario name, or task text")
+    parser.add_argument("--scenario", help="scenario number or name (same as the positional form)")
+    parser.add_argument("--scenarios", dest="scenario_files", action="append", default=[], metavar="FILE",
+                        help="TOML file with [[scenario]] tables (repeatable; also DESKPILOT_SCENARIOS)")
+    add_model_options(parser)
+    add_agent_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def _mode_flags(args: argparse.Namespace) -> dict[str, Any]:
+    from deskpilot.agent._modes import discover_modes
+
+    flags: dict[str, Any] = {}
+    for spec in discover_modes().values():
+        if spec.flags is not None:
+            flags.update({k: v for k, v in spec.flags(args).items() if v is not None})
+    return flags
+
+
+def handle(args: argparse.Namespace) -> int:
+    from deskpilot._errors import ConfigError
+    from deskpilot.agent._console import ConsoleReporter
+    from deskpilot.agent._loop import NullReporter, run_agent
+    from deskpilot.agent._runlog import dumps_json
+    from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
+
+    config = config_from_args(args, _mode_flags(args))
+    ref = args.scenario or " ".join(args.task).strip()
+    if not ref:
+        if sys.stdin.isatty():
+            ref = input("Task for the agent: ").strip()
+        if not ref:
+            raise ConfigError("no task: give a scenario number, a scenario name or a task text (see `deskpilot scenarios`)")
+    scenarios = all_scenarios(files=args.scenario_files, config_data=config.file_data)
+    scenario = resolve_scenario(ref, scenarios, toolset=config.agent.toolset)
+    overrides: dict[str, Any] = {}
+    explicit = {k for k, v in config.sources.items() if v != "default"}
+    if scenario.toolset and "agent.toolset" not in explicit:
+        overrides["agent.toolset"] = scenario.toolset
+    if scenario.mode and "agent.mode" not in explicit:
+        overrides["agent.mode"] = scenario.mode
+    if overrides:
+        config = config_from_args(args, {**_mode_flags(args), **overrides})
+    quiet = config.run.quiet or args.json_summary
+    reporter = NullReporter() if quiet else ConsoleReporter()
+    result = run_agent(config, scenario, reporter=reporter)
+    if args.json_summary:
+        sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
+    return _EXIT_CODES.get(result.outcome, 1)
