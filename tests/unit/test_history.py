@@ -185,3 +185,24 @@ def test_clear_keeps_system_and_assistant_none_content_becomes_empty():
     assert h.last_assistant is h.messages[-1]
     h.clear()
     assert h.messages == [{"role": "system", "content": "sys"}]
+
+
+def test_image_and_think_pruning_happen_in_the_same_turn():
+    # With prune_chunk=2 every second request must extend the previous one byte for byte;
+    # if image and think pruning drifted apart, nearly every request would change early on.
+    h = History(keep_last_screenshots=2, keep_last_thinks=2, prune_chunk=2)
+    bodies = play(h, 13)
+    changed_turns = []
+    for turn, (prev, cur) in enumerate(itertools.pairwise(bodies), start=1):
+        if not cur.startswith(prev[: prev.index(b'],"temperature"')]):
+            changed_turns.append(turn)
+    # request k carries k+1 screenshots: at 4 (> 2 kept + 2 - 1) both kinds drop back to 2
+    assert changed_turns == [3, 5, 7, 9, 11]
+
+
+def test_pruning_is_applied_lazily_but_visible_in_every_view():
+    h = History(keep_last_screenshots=1, keep_last_thinks=1)
+    h.add_observation(png(1))
+    h.add_observation(png(2))
+    assert h.stats().images_live == 1
+    assert sum(isinstance(m["content"], list) and m["content"][1]["type"] == "image_url" for m in h.messages) == 1

@@ -1,0 +1,248 @@
+"""Request building per turn, and what chunked pruning does for a server's prompt cache.
+
+Part 1 — request body per turn (same run, same messages, same bytes):
+
+* ``seed json``: the seeds' way — keep a list of message dicts, prune, ``json.dumps`` the
+  whole payload every turn (``ensure_ascii=False`` so the output has the same content).
+* ``orjson full``: the same with ``orjson.dumps`` of the whole payload every turn.
+* ``History``: deskpilot's history — every message serialized once when added, images
+  spliced in as bytes, the body joined from cached parts each turn.
+
+Each turn appends an assistant message (with a ``<think>`` block and a tool call), the tool
+result and a new observation with a ~1.5 MB base64 screenshot; 2 screenshots and 2 thinks are
+kept. Base64 encoding is done beforehand for every variant (it is the same work everywhere).
+The ``History`` body is checked byte-identical to ``orjson full``.
+
+Part 2 — prompt-cache friendliness of ``prune_chunk`` 1 / 2 / 4: llama.cpp's server and LM
+Studio reuse the longest common prefix of consecutive prompts; everything after the first
+changed byte is processed again, images included (the vision encoder runs once more per
+image). For consecutive requests we count: turns whose request extends the previous one
+unchanged, average common-prefix bytes, and an estimate of tokens to (re)process per turn
+(text: 4 bytes per token; an image at 1536x864 is 1296 tokens for Qwen3-VL: 32x32 px per
+token after the 2x2 merge).
+
+Run: ``.venv/bin/python benchmarks/bench_request.py [--turns 20] [--repeat 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from deskpilot.agent._history import History, png_data_url
+
+IMAGE_TOKENS = 1296  # 1536x864 image, Qwen3-VL (16 px patches, 2x2 merge)
+
+TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {
+        "name": name,
+        "description": f"{name}: " + "Detailed description of the tool for the model. " * 6,
+        "parameters": {"type": "object", "properties": {
+            "label": {"type": "string", "description": "Visible label of the element."},
+            "box": {"type": "array", "items": {"type": "number"}, "description": "[x,y] or [x1,y1,x2,y2]"},
+        }, "required": ["label", "box"]}}}
+    for name in ("observe_screen", "click_element", "type_text", "press_key", "scroll_at_position")
+]
+SYSTEM = "You are a desktop agent. " * 120  # ~3 KB system prompt
+TASK = "Open the start menu, launch Notepad and type a short note."
+
+
+def fake_png(seed: int, size: int = 1_125_000) -> bytes:
+    # Incompressible bytes: base64 of 1.125 MB is 1.5 MB, like a busy 1536x864 screenshot.
+    rng = random.Random(seed)
+    return b"\x89PNG\r\n\x1a\n" + rng.randbytes(size - 8)
+
+
+def assistant(turn: int) -> dict[str, Any]:
+    return {"role": "assistant",
+            "content": f"<think>The button for step {turn} is at the lower left; "
+                       + "I reason about it. " * 20 + f"</think>Clicking step {turn}.",
+            "tool_calls": [{"id": f"call_{turn}", "type": "function", "function": {
+                "name": "click_element", "arguments": orjson.dumps(
+                    {"label": f"button {turn}", "box": [120 + turn, 900]}).decode()}}]}
+
+
+def tool_result(turn: int) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": f"call_{turn}", "name": "click_element",
+            "content": orjson.dumps({"ok": True, "changed": True, "x": 240, "y": 970}).decode()}
+
+
+def observation(url: str, turn: int) -> dict[str, Any]:
+    return {"role": "user", "content": [
+        {"type": "text", "text": f"Screenshot after step {turn}."},
+        {"type": "image_url", "image_url": {"url": url}}]}
+
+
+# -- the seeds' history hygiene (utils.prune_old_screenshots / prune_old_thinks) -----------
+def seed_prune_screenshots(messages: list[dict[str, Any]], keep: int, labels: dict[int, str]) -> None:
+    idx = [i for i, m in enumerate(messages) if isinstance(m.get("content"), list)
+           and any(p.get("type") == "image_url" for p in m["content"])]
+    for i in idx[: max(0, len(idx) - keep)]:
+        messages[i] = {**messages[i], "content": [
+            p if p.get("type") != "image_url" else {"type": "text", "text": f"[screenshot omitted: {labels[i]}]"}
+            for p in messages[i]["content"]]}
+
+
+def seed_prune_thinks(messages: list[dict[str, Any]], keep: int) -> None:
+    from deskpilot.agent._toolcalls import strip_think
+
+    idx = [i for i, m in enumerate(messages) if m["role"] == "assistant" and "think>" in (m.get("content") or "")]
+    for i in idx[: max(0, len(idx) - keep)]:
+        messages[i] = {**messages[i], "content": strip_think(messages[i]["content"])}
+
+
+def payload(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"model": "qwen3-vl-8b-instruct", "messages": messages, "tools": TOOLS, "tool_choice": "auto",
+            "temperature": 0.6, "max_tokens": 2048}
+
+
+def run_seed(urls: list[str], dumps: Callable[[dict[str, Any]], bytes]) -> tuple[list[float], list[bytes]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
+    labels: dict[int, str] = {}
+    times, bodies = [], []
+    for turn, url in enumerate(urls):
+        t0 = time.perf_counter()
+        if turn:
+            messages.append(assistant(turn))
+            seed_prune_thinks(messages, 2)
+            messages.append(tool_result(turn))
+        labels[len(messages)] = f"turn {turn + 1}"
+        messages.append(observation(url, turn))
+        seed_prune_screenshots(messages, 2, labels)
+        body = dumps(payload(messages))
+        times.append(time.perf_counter() - t0)
+        bodies.append(body)
+    return times, bodies
+
+
+def run_history(url_bytes: list[bytes], *, prune_chunk: int = 1) -> tuple[list[float], list[bytes]]:
+    h = History(SYSTEM, tools=TOOLS, keep_last_screenshots=2, keep_last_thinks=2, prune_chunk=prune_chunk)
+    h.add_task(TASK)
+    times, bodies = [], []
+    for turn, url in enumerate(url_bytes):
+        t0 = time.perf_counter()
+        if turn:
+            h.add_assistant(assistant(turn))
+            h.add_tool_result(f"call_{turn}", tool_result(turn)["content"], name="click_element")
+        h.add_observation(url, text=f"Screenshot after step {turn}.", label=f"turn {turn + 1}")
+        body = h.build_request(model="qwen3-vl-8b-instruct", tool_choice="auto", temperature=0.6, max_tokens=2048)
+        times.append(time.perf_counter() - t0)
+        bodies.append(body)
+    return times, bodies
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    # Binary search on slice equality: C-speed memcmp instead of a Python loop over MBs.
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def tokens_after(body: bytes, start: int) -> tuple[int, int]:
+    """(estimated tokens, images) in ``body[start:]``; an image counts from its data URL."""
+    tail = body[start:]
+    images = tail.count(b"data:image/png;base64,")
+    # If the divergence is inside an image's base64, that image is re-encoded as well.
+    open_url = body.rfind(b"data:image/png;base64,", 0, start)
+    if open_url >= 0 and body.find(b'"', open_url) >= start:
+        images += 1
+    text_bytes = len(tail)
+    pos = 0
+    while True:
+        i = tail.find(b";base64,", pos)
+        if i < 0:
+            break
+        j = tail.find(b'"', i)
+        text_bytes -= j - i
+        pos = j
+    return text_bytes // 4 + images * IMAGE_TOKENS, images
+
+
+def prefix_table(url_bytes: list[bytes]) -> list[dict[str, Any]]:
+    rows = []
+    for chunk in (1, 2, 4):
+        _, bodies = run_history(url_bytes, prune_chunk=chunk)
+        extends = 0
+        prefixes, tokens, images_redone, images_sent, prompt_tokens = [], [], [], [], []
+        for prev, cur in itertools.pairwise(bodies):
+            cut = prev.index(b'],"tools"')  # end of the previous messages array
+            extends += cur.startswith(prev[:cut])
+            n = common_prefix(prev, cur)
+            prefixes.append(n)
+            t, imgs = tokens_after(cur, n)
+            tokens.append(t)
+            images_redone.append(imgs)
+            images_sent.append(cur.count(b"data:image/png;base64,"))
+            prompt_tokens.append(tokens_after(cur, 0)[0])
+        rows.append({
+            "prune_chunk": chunk,
+            "turns": len(bodies) - 1,
+            "unchanged_prefix_turns": extends,
+            "avg_common_prefix_kb": statistics.mean(prefixes) / 1024,
+            "avg_images_sent": statistics.mean(images_sent),
+            "avg_images_reencoded": statistics.mean(images_redone),
+            "avg_prompt_tokens": statistics.mean(prompt_tokens),
+            "avg_tokens_to_process": statistics.mean(tokens),
+        })
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+
+    pngs = [fake_png(i) for i in range(args.turns)]
+    url_bytes = [png_data_url(p) for p in pngs]
+    urls = [u.decode("ascii") for u in url_bytes]
+    print(f"{args.turns} turns, 2 screenshots kept, {len(url_bytes[0]) / 1e6:.2f} MB base64 each, "
+          f"{os.cpu_count()} CPUs, best of {args.repeat} runs (median turn of each run)\n")
+
+    variants: dict[str, Callable[[], tuple[list[float], list[bytes]]]] = {
+        "seed json.dumps": lambda: run_seed(urls, lambda p: json.dumps(p, ensure_ascii=False).encode()),
+        "orjson full": lambda: run_seed(urls, orjson.dumps),
+        "History (cached)": lambda: run_history(url_bytes),
+    }
+    results: dict[str, float] = {}
+    bodies: dict[str, list[bytes]] = {}
+    for _ in range(args.repeat):
+        for name, fn in variants.items():
+            times, out = fn()
+            # skip the first 3 turns (history still filling up to the steady state)
+            med = statistics.median(times[3:])
+            results[name] = min(results.get(name, float("inf")), med)
+            bodies[name] = out
+    assert bodies["History (cached)"] == bodies["orjson full"], "spliced body differs from orjson.dumps"
+    ours = results["History (cached)"]
+    print(f"{'request build per turn':<24}{'ms':>9}{'x History':>12}")
+    for name, value in results.items():
+        print(f"{name:<24}{value * 1e3:>9.3f}{value / ours:>12.1f}")
+    print(f"\nbody per turn: {len(bodies['orjson full'][-1]) / 1e6:.2f} MB; History bytes == orjson bytes: yes\n")
+
+    rows = prefix_table(url_bytes)
+    header = ("prune_chunk", "unchanged", "prefix KB", "imgs sent", "imgs re-enc", "prompt tok", "tok to do")
+    print("prompt-cache effect (consecutive requests, keep 2 screenshots, keep 2 thinks):")
+    print("".join(f"{h:>12}" for h in header))
+    for r in rows:
+        print(f"{r['prune_chunk']:>12}{r['unchanged_prefix_turns']:>9}/{r['turns']:<2}"
+              f"{r['avg_common_prefix_kb']:>12.0f}{r['avg_images_sent']:>12.2f}{r['avg_images_reencoded']:>12.2f}"
+              f"{r['avg_prompt_tokens']:>12.0f}{r['avg_tokens_to_process']:>12.0f}")
+
+
+if __name__ == "__main__":
+    main()
