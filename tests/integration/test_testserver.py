@@ -442,3 +442,48 @@ def test_pixel_policy_bbox_format_seed_001_steps_and_missing_target():
 def test_pixel_policy_rejects_unknown_steps():
     with pytest.raises(ValueError, match="unknown PixelPolicy steps"):
         PixelPolicy(steps=("click", "dance"))
+
+
+# -- the testserver command and its script format ----------------------------------------
+
+def test_reply_from_json_formats_and_errors():
+    from deskpilot.testing import reply_from_json
+
+    assert reply_from_json("hi") == Reply(content="hi")
+    reply = reply_from_json({"content": "x", "tool_calls": [["press_key", {"key": "a"}]], "style": "content"})
+    assert isinstance(reply, Reply) and reply.tool_calls[0]["function"]["name"] == "press_key"
+    fault = reply_from_json({"fault": "http", "status": 429, "retry_after": 1})
+    assert isinstance(fault, Fault) and fault.status == 429 and fault.headers["retry-after"] == "1"
+    assert reply_from_json({"fault": "truncated_stream", "reply": "x", "after_chunks": 3}).after_chunks == 3
+    with pytest.raises(ValueError, match="unknown fault"):
+        reply_from_json({"fault": "explode"})
+    with pytest.raises(ValueError, match="unknown reply fields"):
+        reply_from_json({"contnet": "typo"})
+
+
+def test_testserver_command_serves_a_script(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps([{"fault": "http", "status": 503}, {"tool_calls": [["press_key", {"key": "a"}]]}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deskpilot", "testserver", "--script", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("deskpilot test server: http://127.0.0.1:"), first
+        endpoint = first.split()[3]
+
+        async def main() -> Completion:
+            async with ChatClient(endpoint, backoff=0.01) as client:
+                return await client.chat([{"role": "user", "content": "go"}])
+
+        completion = asyncio.run(main())
+        assert [c.name for c in completion.tool_calls] == ["press_key"] and completion.attempts == 2
+        assert proc.stdout.readline().startswith("#1 503")
+        assert proc.stdout.readline().startswith("#2 200")
+    finally:
+        proc.terminate()
+        proc.wait(10)

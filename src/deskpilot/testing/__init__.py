@@ -17,7 +17,7 @@ Example::
 """
 
 from deskpilot.testing._policies import PixelPolicy, Policy, ScriptedPolicy, find_color
-from deskpilot.testing._replies import Fault, Reply, tool_call
+from deskpilot.testing._replies import Fault, Reply, reply_from_json, tool_call
 from deskpilot.testing._server import ModelServer, RecordedRequest, serve
 from deskpilot.testing._validate import ImageInfo, validate_chat_request
 
@@ -31,6 +31,7 @@ __all__ = [
     "Reply",
     "ScriptedPolicy",
     "find_color",
+    "reply_from_json",
     "serve",
     "tool_call",
     "validate_chat_request",

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Fault", "Reply", "tool_call"]
+__all__ = ["Fault", "Reply", "reply_from_json", "tool_call"]
 
 _ids = itertools.count(1)
 
@@ -195,3 +195,46 @@ class Fault:
     def no_done(cls, reply: Reply) -> Fault:
         """Stream ``reply`` completely but end the body without ``data: [DONE]``."""
         return cls("no_done", reply=reply)
+
+
+def reply_from_json(item: Any) -> Reply | Fault:
+    """One scripted answer from plain JSON (the ``testserver --script`` file format).
+
+    * ``"text"`` -> a content-only reply;
+    * ``{"content": ..., "tool_calls": [["name", {args}], ...], "style": ..., "delay": ...}``;
+    * ``{"fault": "http", "status": 500, "message": ..., "retry_after": ...}``, or
+      ``{"fault": "drop" | "invalid_json" | "wrong_content_type" | "empty_choices"}``,
+      ``{"fault": "stall", "seconds": 5}``, ``{"fault": "truncated_stream", "after_chunks": 2,
+      "reply": {...}}``, ``{"fault": "no_done", "reply": {...}}``.
+    """
+    if isinstance(item, str):
+        return Reply(content=item)
+    if not isinstance(item, dict):
+        raise ValueError(f"a scripted reply must be a string or an object, got {item!r}")
+    if "fault" in item:
+        kind = item["fault"]
+        if kind == "http":
+            return Fault.http(int(item.get("status", 500)), str(item.get("message", "injected failure")),
+                              retry_after=item.get("retry_after"), style=str(item.get("style", "openai")))
+        if kind == "stall":
+            return Fault.stall(float(item.get("seconds", 5.0)))
+        if kind in ("truncated_stream", "no_done"):
+            inner = reply_from_json(item.get("reply", ""))
+            if not isinstance(inner, Reply):
+                raise ValueError(f"{kind} needs a normal reply inside, got {item.get('reply')!r}")
+            if kind == "no_done":
+                return Fault.no_done(inner)
+            return Fault.truncated_stream(inner, after_chunks=int(item.get("after_chunks", 2)))
+        simple = {"drop": Fault.drop, "invalid_json": Fault.invalid_json,
+                  "wrong_content_type": Fault.wrong_content_type, "empty_choices": Fault.empty_choices}
+        if kind not in simple:
+            raise ValueError(f"unknown fault {kind!r}; use http, stall, drop, invalid_json, "
+                             "wrong_content_type, empty_choices, truncated_stream or no_done")
+        return simple[kind]()
+    unknown = set(item) - {"content", "tool_calls", "reasoning", "finish_reason", "style", "delay", "chunk_delay"}
+    if unknown:
+        raise ValueError(f"unknown reply fields {sorted(unknown)}")
+    calls = [tuple(c) if isinstance(c, list) else c for c in item.get("tool_calls", [])]
+    return Reply(content=item.get("content"), tool_calls=calls, reasoning=item.get("reasoning"),
+                 finish_reason=item.get("finish_reason"), style=item.get("style", "native"),
+                 delay=float(item.get("delay", 0.0)), chunk_delay=float(item.get("chunk_delay", 0.0)))

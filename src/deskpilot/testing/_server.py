@@ -168,7 +168,8 @@ class ModelServer:
     ``stream_piece``: characters per content/arguments fragment in SSE answers (small
     values exercise the client's assembler). ``keep_images``: how many of the newest
     requests keep their decoded image bytes (older ones keep only sizes and digests).
-    ``max_records``: keep only that many requests (soak runs).
+    ``max_records``: keep only that many requests (soak runs). ``on_request(record)`` is
+    called (on the server's loop) once the answer to a request has been written.
     """
 
     __test__ = False  # not a pytest class, despite the import into test modules
@@ -186,6 +187,7 @@ class ModelServer:
         stream_piece: int = 12,
         keep_images: int = 1,
         max_records: int | None = None,
+        on_request: Callable[[RecordedRequest], None] | None = None,
     ) -> None:
         self.policy = policy
         self.host = host
@@ -197,6 +199,7 @@ class ModelServer:
         self.stream_piece = stream_piece
         self.keep_images = keep_images
         self.max_records = max_records
+        self.on_request = on_request
         self.requests: list[RecordedRequest] = []
         self.connections_opened = 0
         self._counter = itertools.count(1)
@@ -400,7 +403,10 @@ class ModelServer:
                 writer.write(_json_response(405, _error_body(405, f"use POST for {path}"),
                                             keep_alive=keep_alive, headers={"allow": "POST"}))
                 return keep_alive
-            return await self._chat(headers, body, writer, keep_alive, path)
+            keep = await self._chat(headers, body, writer, keep_alive, path)
+            if self.on_request is not None and self.requests:
+                self.on_request(self.requests[-1])
+            return keep
         if path in ("/v1/models", "/models") and method == "GET":
             model = self.model or "deskpilot-test-model"
             writer.write(_json_response(200, {"object": "list", "data": [
