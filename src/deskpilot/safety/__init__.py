@@ -1,0 +1,81 @@
+"""Safety between the model and the hands: policy, kill switch, run budget, redaction.
+
+- :class:`Policy` decides every action (key combos, typed text, the foreground window)
+  and answers with a :class:`Decision`; :func:`policy_denied_payload` turns a denial into
+  the tool error the model receives.
+- :class:`KillSwitch` stops a run on the fail-safe corner, a global hotkey, the wall
+  clock or a programmatic trip; :class:`RunBudget` bounds steps and seconds.
+- :func:`active_window` / :func:`open_window_reader` read the foreground window
+  (X11 EWMH or focus, Win32 GetForegroundWindow).
+- :func:`redact` / :func:`redact_text` clean run records of secrets and images, and
+  mask typed text on request.
+"""
+
+from deskpilot.safety._confirm import NoTerminalError, terminal_prompt
+from deskpilot.safety._killswitch import (
+    DEFAULT_HOTKEY,
+    BudgetExhausted,
+    KillSwitch,
+    RunBudget,
+    Trip,
+    WatchBackend,
+    Win32WatchBackend,
+    X11WatchBackend,
+)
+from deskpilot.safety._policy import (
+    DEFAULT_DENY_KEYS,
+    DEFAULT_DENY_WINDOWS,
+    ActionRequest,
+    Decision,
+    Policy,
+    policy_denied_payload,
+)
+from deskpilot.safety._redact import RedactOptions, mask_text, redact, redact_lines, redact_text
+from deskpilot.safety._secrets import (
+    DETECTOR_NAMES,
+    SecretDetector,
+    SecretMatch,
+    find_secrets,
+    luhn_valid,
+)
+from deskpilot.safety._window import (
+    Win32WindowReader,
+    WindowInfo,
+    WindowReader,
+    X11WindowReader,
+    open_window_reader,
+)
+
+__all__ = [
+    "DEFAULT_DENY_KEYS",
+    "DEFAULT_DENY_WINDOWS",
+    "DEFAULT_HOTKEY",
+    "DETECTOR_NAMES",
+    "ActionRequest",
+    "BudgetExhausted",
+    "Decision",
+    "KillSwitch",
+    "NoTerminalError",
+    "Policy",
+    "RedactOptions",
+    "RunBudget",
+    "SecretDetector",
+    "SecretMatch",
+    "Trip",
+    "WatchBackend",
+    "Win32WatchBackend",
+    "Win32WindowReader",
+    "WindowInfo",
+    "WindowReader",
+    "X11WatchBackend",
+    "X11WindowReader",
+    "find_secrets",
+    "luhn_valid",
+    "mask_text",
+    "open_window_reader",
+    "policy_denied_payload",
+    "redact",
+    "redact_lines",
+    "redact_text",
+    "terminal_prompt",
+]

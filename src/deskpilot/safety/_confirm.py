@@ -1,0 +1,88 @@
+"""Asking the user on the terminal before a sensitive action.
+
+The question goes to stderr (stdout may be a pipe or a live display); the answer is
+read from stdin when it is a terminal. There is no silent default: with no terminal
+the prompt raises :class:`NoTerminalError` (the policy denies and says why), and an
+unanswered question times out (the policy denies too).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO
+
+from deskpilot.safety._policy import NoTerminalError
+
+__all__ = ["NoTerminalError", "terminal_prompt"]
+
+_HINT = "Allow? [y]es / [N]o / [a]lways this run: "
+
+
+def _read_line_posix(stream: IO[str], timeout: float) -> str:
+    import select
+
+    ready, _, _ = select.select([stream], [], [], timeout)
+    if not ready:
+        raise TimeoutError("no answer")
+    return stream.readline()
+
+
+def _read_line_windows(timeout: float) -> str:  # pragma: no cover - Windows console only
+    if sys.platform == "win32":
+        import msvcrt
+
+        deadline = time.monotonic() + timeout
+        chars: list[str] = []
+        while time.monotonic() < deadline:
+            if not msvcrt.kbhit():
+                time.sleep(0.02)
+                continue
+            ch = msvcrt.getwche()
+            if ch in ("\r", "\n"):
+                sys.stderr.write("\n")
+                return "".join(chars)
+            if ch == "\x03":
+                raise KeyboardInterrupt
+            if ch == "\b":
+                if chars:
+                    chars.pop()
+                continue
+            chars.append(ch)
+        raise TimeoutError("no answer")
+    raise NoTerminalError("the Windows console reader runs on Windows only", rule="confirm.no_tty")
+
+
+def terminal_prompt(
+    question: str,
+    *,
+    timeout: float = 60.0,
+    stdin: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> str:
+    """Print ``question`` and read ``y``/``n``/``a``; returns the raw answer.
+
+    Raises :class:`NoTerminalError` when stdin is not a terminal and
+    :class:`TimeoutError` when nobody answers within ``timeout`` seconds.
+    """
+    stdin = sys.stdin if stdin is None else stdin
+    stderr = sys.stderr if stderr is None else stderr
+    try:
+        interactive = stdin is not None and not stdin.closed and stdin.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        raise NoTerminalError(
+            "there is no terminal to ask on (stdin is not a tty); "
+            "allow the action in the [policy] table or run interactively",
+            rule="confirm.no_tty",
+        )
+    stderr.write(f"\n{question}\n{_HINT}")
+    stderr.flush()
+    if sys.platform == "win32" and stdin is sys.stdin:
+        line = _read_line_windows(timeout)
+    else:
+        line = _read_line_posix(stdin, timeout)
+    if not line:  # EOF: the terminal went away
+        raise NoTerminalError("the terminal closed before answering", rule="confirm.eof")
+    return line.strip()

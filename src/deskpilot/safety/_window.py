@@ -1,0 +1,180 @@
+"""The foreground window: its title and class, for the policy's window rules.
+
+- X11: ``_NET_ACTIVE_WINDOW`` on the root window (set by every EWMH window manager),
+  then ``_NET_WM_NAME`` (UTF-8) or ``WM_NAME`` and ``WM_CLASS`` (instance, class) of that
+  window. Without a window manager (bare Xvfb, kiosk sessions) the input focus is used
+  instead, walking up the window tree to the top-level window that carries ``WM_CLASS``.
+- Windows: ``GetForegroundWindow`` then ``GetWindowTextW``/``GetClassNameW`` and the
+  owning process id.
+
+Readers return ``None`` when no window is active (an empty desktop, focus on the root),
+and raise :class:`~deskpilot._errors.PlatformError` only when the display itself cannot
+be reached.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from deskpilot._errors import PlatformError
+from deskpilot.safety import _win32
+
+__all__ = [
+    "Win32WindowReader",
+    "WindowInfo",
+    "WindowReader",
+    "X11WindowReader",
+    "open_window_reader",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowInfo:
+    """What the policy knows about a window."""
+
+    title: str
+    wm_class: str  # X11: the class part of WM_CLASS ("Tk", "firefox"); Windows: the class name
+    instance: str = ""  # X11: the instance part of WM_CLASS; "" on Windows
+    pid: int | None = None
+    handle: int = 0  # X window id or HWND
+
+    def describe(self) -> str:
+        cls = self.wm_class or "?"
+        return f"{self.title!r} (class {cls!r})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title,
+            "class": self.wm_class,
+            "instance": self.instance,
+            "pid": self.pid,
+            "handle": self.handle,
+        }
+
+
+class WindowReader(Protocol):
+    """Anything that tells which window is in front."""
+
+    def active(self) -> WindowInfo | None: ...
+
+    def close(self) -> None: ...
+
+
+class X11WindowReader:
+    """Active-window reader over its own X connection (opened on first use)."""
+
+    #: The longest parent chain walked from the focus window to its top level.
+    MAX_DEPTH = 16
+
+    def __init__(self, display: str | None = None) -> None:
+        self._display = display
+        self._conn: Any = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            from deskpilot.safety._x11 import Connection
+
+            self._conn = Connection(self._display)
+        return self._conn
+
+    def _describe(self, conn: Any, window: int) -> WindowInfo | None:
+        wm_class = conn.property(window, "WM_CLASS")
+        title = conn.property_text(window, "_NET_WM_NAME")
+        if title is None:
+            title = conn.property_text(window, "WM_NAME")
+        if wm_class is None and title is None:
+            return None
+        instance, cls = "", ""
+        if wm_class is not None:
+            parts = wm_class[1].split(b"\0")
+            instance = parts[0].decode("utf-8", "replace") if parts else ""
+            cls = parts[1].decode("utf-8", "replace") if len(parts) > 1 else ""
+        pids = conn.property_ints(window, "_NET_WM_PID")
+        return WindowInfo(title or "", cls, instance, pids[0] if pids else None, window)
+
+    def active(self) -> WindowInfo | None:
+        with self._lock:
+            conn = self._connection()
+            ids = conn.property_ints(conn.root, "_NET_ACTIVE_WINDOW")
+            if ids and ids[0]:
+                info = self._describe(conn, ids[0])
+                conn.take_errors()  # a window that died meanwhile: BadWindow, not fatal
+                if info is not None:
+                    return info
+            window = conn.focus()
+            for _ in range(self.MAX_DEPTH):
+                if window <= 1 or window == conn.root:  # None, PointerRoot, the root
+                    return None
+                info = self._describe(conn, window)
+                if info is not None and info.wm_class:
+                    conn.take_errors()
+                    return info
+                window = conn.parent(window)
+            conn.take_errors()
+            return None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class Win32WindowReader:
+    """Foreground-window reader over user32 (a fake with the same functions in tests)."""
+
+    #: GetClassNameW's documented maximum class-name length is 256.
+    CLASS_CHARS = 257
+
+    def __init__(self, user32: Any = None) -> None:
+        self._user32 = user32
+
+    def _dll(self) -> Any:
+        if self._user32 is None:
+            self._user32 = _win32.user32()
+        return self._user32
+
+    def active(self) -> WindowInfo | None:
+        user32 = self._dll()
+        hwnd = user32.GetForegroundWindow()
+        if not hwnd:
+            return None
+        length = int(user32.GetWindowTextLengthW(hwnd))
+        title_buf = _win32.utf16_buffer(length + 1)
+        copied = int(user32.GetWindowTextW(hwnd, title_buf, length + 1)) if length > 0 else 0
+        class_buf = _win32.utf16_buffer(self.CLASS_CHARS)
+        class_len = int(user32.GetClassNameW(hwnd, class_buf, self.CLASS_CHARS))
+        pid = _win32.DWORD()
+        user32.GetWindowThreadProcessId(hwnd, ctypes.byref(pid))
+        return WindowInfo(
+            title=_win32.utf16_text(title_buf, copied),
+            wm_class=_win32.utf16_text(class_buf, class_len),
+            pid=int(pid.value) or None,
+            handle=int(hwnd),
+        )
+
+    def close(self) -> None:
+        """Nothing to release: user32 stays loaded."""
+
+
+def open_window_reader(backend: str = "auto") -> WindowReader | None:
+    """The reader for this desktop (``"auto"``, ``"x11"``, ``"win32"``), or None when there
+    is no desktop to read (no DISPLAY on Linux)."""
+    if backend == "auto":
+        if sys.platform == "win32":
+            backend = "win32"
+        elif os.environ.get("DISPLAY"):
+            backend = "x11"
+        else:
+            return None
+    if backend == "win32":
+        return Win32WindowReader()
+    if backend == "x11":
+        return X11WindowReader()
+    raise PlatformError(f"unknown window backend {backend!r} (auto, x11, win32)", backend=backend)
