@@ -45,7 +45,7 @@ import ctypes
 import threading
 from collections import OrderedDict
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +73,7 @@ from deskpilot._win32._structs import (
 )
 from deskpilot._win32._system import system_library
 from deskpilot._win32.dpi import DpiAwareness, ensure_dpi_awareness
-from deskpilot.capture._base import CursorImage, CursorKind, Monitor
+from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
 from deskpilot.geometry import Rect
 
 __all__ = ["GdiBackend", "ScaleMode"]
@@ -193,7 +193,9 @@ class GdiBackend:
     def grab_scaled(self, rect: Rect, size: tuple[int, int]) -> Pixels:
         """``rect`` resampled by GDI (StretchBlt HALFTONE) to ``size`` = (width, height).
 
-        Same buffer rules as :meth:`grab_bgra`. Equal sizes use a plain BitBlt.
+        Same buffer rules as :meth:`grab_bgra`. Equal sizes use a plain BitBlt. Works
+        whatever :attr:`scale_mode` is; ``scale_mode`` only records which path a caller
+        (the Capturer's ``scaling`` option) prefers.
         """
         width, height = (int(v) for v in size)
         if width <= 0 or height <= 0:
@@ -430,3 +432,9 @@ class GdiBackend:
             self._memory_dc = self._screen_dc = self._original_bitmap = None
             if failure is not None:
                 raise failure
+
+
+if TYPE_CHECKING:  # GdiBackend satisfies the protocol the Capturer facade expects
+
+    def _is_capture_backend(backend: GdiBackend) -> CaptureBackend:
+        return backend

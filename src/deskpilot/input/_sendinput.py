@@ -46,6 +46,7 @@ from __future__ import annotations
 import ctypes
 import time
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from deskpilot._errors import ConfigError, InputError
 from deskpilot._win32._constants import (
@@ -81,7 +82,7 @@ from deskpilot._win32._structs import INPUT, POINT
 from deskpilot._win32._system import system_library
 from deskpilot._win32.dpi import DpiAwareness, ensure_dpi_awareness
 from deskpilot.geometry import Rect
-from deskpilot.input._base import Button
+from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._keys import KeySpec
 
 __all__ = ["SendInputBackend", "normalize_absolute"]
@@ -309,3 +310,9 @@ class SendInputBackend:
     def close(self) -> None:
         """Nothing to release (SendInput holds no handles); later calls raise. Idempotent."""
         self._closed = True
+
+
+if TYPE_CHECKING:  # SendInputBackend satisfies the protocol the InputController expects
+
+    def _is_input_backend(backend: SendInputBackend) -> InputBackend:
+        return backend
