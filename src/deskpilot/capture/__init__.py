@@ -1,0 +1,27 @@
+"""Screen capture: a :class:`Capturer` over the mss and Windows GDI backends, giving
+:class:`Frame` objects (RGB pixels + the mapping back to physical pixels).
+
+::
+
+    from deskpilot.capture import Capturer
+    with Capturer(monitor=1, region=(0, 0, 1280, 720)) as cap:
+        frame = cap.grab(size=(1024, 576))
+        x, y = frame.norm_to_physical(500, 500)   # where to click for the image centre
+        png = frame.png()
+"""
+
+from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
+from deskpilot.capture._capturer import BACKENDS, Capturer, Scaling, make_backend
+from deskpilot.capture._frame import Frame
+
+__all__ = [
+    "BACKENDS",
+    "CaptureBackend",
+    "Capturer",
+    "CursorImage",
+    "CursorKind",
+    "Frame",
+    "Monitor",
+    "Scaling",
+    "make_backend",
+]

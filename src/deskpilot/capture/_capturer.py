@@ -1,0 +1,236 @@
+"""The :class:`Capturer` facade: backend -> cursor -> imaging.prepare -> :class:`Frame`.
+
+One grab is: the backend's raw BGRA of the working area (a monitor or a region of
+it), the cursor composited onto that *source* region at physical resolution (exact,
+before any downscale), then one fused crop/area-average/BGRA->RGB pass into a reused
+output buffer. Backends are imported only when chosen, so a Linux install never
+loads Win32 declarations and vice versa.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any, Literal, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot import imaging
+from deskpilot._errors import CaptureError, ConfigError
+from deskpilot.capture._base import CaptureBackend, CursorImage, Monitor
+from deskpilot.capture._frame import Frame
+from deskpilot.geometry import Rect
+
+__all__ = ["BACKENDS", "Capturer", "Scaling", "make_backend"]
+
+#: Backend names accepted by :class:`Capturer` ("auto": gdi on Windows, mss elsewhere).
+BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss")
+
+#: ``native``: capture at physical resolution, downscale in deskpilot.imaging (exact area
+#: average, cursor composited first). ``gdi``: let GDI StretchBlt HALFTONE scale, as the
+#: seeds did (Windows GDI backend only; the cursor is drawn unscaled at its scaled spot).
+Scaling = Literal["native", "gdi"]
+
+Pixels = npt.NDArray[np.uint8]
+
+# A pooled output buffer is free when only the pool list, the loop variable and
+# sys.getrefcount's own argument refer to it: no Frame (or view of one) holds it.
+_FREE_REFCOUNT = 3
+_POOL_PER_SIZE = 3
+
+
+def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
+    """Instantiate a capture backend by name (imported on demand)."""
+    if name == "auto":
+        name = "gdi" if sys.platform == "win32" else "mss"
+    if name == "mss":
+        from deskpilot.capture._mss import MssBackend
+
+        return MssBackend(cursor=cursor)
+    if name == "gdi":
+        if sys.platform != "win32":
+            raise CaptureError("the gdi capture backend needs Windows; use backend='mss'", platform=sys.platform)
+        from deskpilot.capture._gdi import GdiBackend
+
+        return cast(CaptureBackend, GdiBackend())
+    raise ConfigError(f"unknown capture backend {name!r} (one of {', '.join(BACKENDS)})", backend=name)
+
+
+def _size(size: Any) -> tuple[int, int]:
+    if (
+        not isinstance(size, Sequence)
+        or isinstance(size, (str, bytes))
+        or len(size) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
+    ):
+        raise ConfigError(f"size must be (width, height) with positive integers, got {size!r}", size=repr(size))
+    return (int(size[0]), int(size[1]))
+
+
+class Capturer:
+    """Grabs frames of one working area.
+
+    ``backend``: ``"auto"``, ``"mss"``, ``"gdi"`` or a backend object. ``monitor``: the
+    1-based monitor index, default the primary. ``region``: ``(x, y, w, h)`` in physical
+    pixels relative to the monitor's top-left, default the whole monitor. ``cursor``:
+    composite the pointer into frames. Use as a context manager (or call :meth:`close`).
+    """
+
+    def __init__(
+        self,
+        backend: str | CaptureBackend = "auto",
+        monitor: int | None = None,
+        region: Sequence[int] | None = None,
+        cursor: bool = True,
+        *,
+        scaling: Scaling = "native",
+    ) -> None:
+        if scaling not in ("native", "gdi"):
+            raise ConfigError(f"scaling must be 'native' or 'gdi', got {scaling!r}")
+        self._backend: CaptureBackend = make_backend(backend, cursor=cursor) if isinstance(backend, str) else backend
+        try:
+            if scaling == "gdi" and not hasattr(self._backend, "grab_scaled"):
+                raise ConfigError(f"scaling='gdi' needs the gdi backend, not {self._backend.name!r}")
+            self.scaling: Scaling = scaling
+            self.cursor = bool(cursor)
+            self.monitor = self._pick_monitor(self._backend.monitors(), monitor)
+            self.area = self._area(self.monitor.rect, region)
+        except BaseException:
+            self._backend.close()
+            raise
+        self._pool: dict[tuple[int, int], list[Pixels]] = {}
+        self._closed = False
+
+    @staticmethod
+    def _pick_monitor(monitors: list[Monitor], index: int | None) -> Monitor:
+        if index is None:
+            return next((m for m in monitors if m.primary), monitors[0])
+        if isinstance(index, bool) or not isinstance(index, int) or not 1 <= index <= len(monitors):
+            raise ConfigError(
+                f"monitor must be 1..{len(monitors)}, got {index!r}",
+                monitor=repr(index),
+                monitors=[m.rect.as_tuple() for m in monitors],
+            )
+        return monitors[index - 1]
+
+    @staticmethod
+    def _area(monitor: Rect, region: Sequence[int] | None) -> Rect:
+        if region is None:
+            return monitor
+        if (
+            isinstance(region, (str, bytes))
+            or len(region) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in region)
+        ):
+            raise ConfigError(f"region must be (x, y, w, h) integers, got {region!r}", region=repr(region))
+        x, y, w, h = (int(v) for v in region)
+        if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > monitor.width or y + h > monitor.height:
+            raise ConfigError(
+                f"region {(x, y, w, h)} is not inside the {monitor.width}x{monitor.height} monitor",
+                region=[x, y, w, h],
+                monitor=monitor.as_tuple(),
+            )
+        return Rect(monitor.left + x, monitor.top + y, w, h)
+
+    # -- public API -----------------------------------------------------------------
+
+    @property
+    def backend(self) -> CaptureBackend:
+        return self._backend
+
+    def monitors(self) -> list[Monitor]:
+        """Every monitor of the virtual desktop (origins may be negative)."""
+        self._check_open()
+        return self._backend.monitors()
+
+    def grab(self, size: tuple[int, int] | None = None) -> Frame:
+        """Capture the working area, resized to ``size`` = (w, h) when given."""
+        self._check_open()
+        area = self.area
+        width, height = (area.width, area.height) if size is None else _size(size)
+        timestamp = time.time()
+        t0 = time.perf_counter()
+        gdi_scaled = self.scaling == "gdi" and (width, height) != (area.width, area.height)
+        if gdi_scaled:
+            bgra: Pixels = self._backend.grab_scaled(area, (width, height))  # type: ignore[attr-defined]
+        else:
+            bgra = self._backend.grab_bgra(area)
+        t1 = time.perf_counter()
+        cursor_at = None
+        if self.cursor:
+            image = self._backend.cursor()
+            if image is not None:
+                cursor_at = image.position
+                self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
+        t2 = time.perf_counter()
+        out = self._buffer(width, height)
+        rgb = imaging.prepare(bgra, size=None if gdi_scaled else (width, height), out=out)
+        t3 = time.perf_counter()
+        return Frame(
+            rgb,
+            area,
+            cursor=cursor_at,
+            timestamp=timestamp,
+            monitor=self.monitor.index,
+            timings={"capture": t1 - t0, "cursor": t2 - t1, "prepare": t3 - t2},
+        )
+
+    def grab_bgra(self) -> Pixels:
+        """The raw BGRA of the working area, no cursor, no copy (valid until the next grab)."""
+        self._check_open()
+        return self._backend.grab_bgra(self.area)
+
+    def digest(self) -> int:
+        """A cheap fingerprint of the working area (raw grab, no cursor) for settle polling:
+        equal digests mean equal pixels."""
+        return imaging.frame_digest(self.grab_bgra())
+
+    def close(self) -> None:
+        """Release the backend's OS resources and the buffers. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.clear()
+        self._backend.close()
+
+    def __enter__(self) -> Capturer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        a = self.area
+        return f"<Capturer {self._backend.name} monitor={self.monitor.index} area={a.width}x{a.height}+{a.left}+{a.top}>"
+
+    # -- internals ------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise CaptureError("the capturer is closed")
+
+    @staticmethod
+    def _composite(bgra: Pixels, image: CursorImage, area: Rect, frame_size: tuple[int, int]) -> None:
+        """Draw the cursor into the raw frame; its position is scaled when GDI already
+        shrank the frame (the cursor image itself stays at its size, as on screen)."""
+        px, py = image.position
+        fw, fh = frame_size
+        x = (px - area.left) * fw // area.width - image.hotspot[0]
+        y = (py - area.top) * fh // area.height - image.hotspot[1]
+        ch, cw = image.pixels.shape[:2]
+        if x >= fw or y >= fh or x + cw <= 0 or y + ch <= 0:
+            return  # the pointer is elsewhere on the desktop
+        imaging.composite_cursor(bgra, image.pixels, x, y, kind=image.kind)
+
+    def _buffer(self, width: int, height: int) -> Pixels:
+        """An HxWx3 output array no frame refers to any more (allocated when none is)."""
+        pool = self._pool.setdefault((width, height), [])
+        for buf in pool:
+            if sys.getrefcount(buf) <= _FREE_REFCOUNT:
+                return buf
+        buf = np.empty((height, width, 3), dtype=np.uint8)
+        if len(pool) < _POOL_PER_SIZE:
+            pool.append(buf)
+        return buf

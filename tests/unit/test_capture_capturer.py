@@ -1,0 +1,242 @@
+"""The Capturer facade and Frame over a fake backend (the seam), any OS."""
+
+from __future__ import annotations
+
+import base64
+import gc
+import io
+import sys
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from deskpilot import imaging
+from deskpilot._errors import CaptureError, ConfigError
+from deskpilot.capture import Capturer, CursorImage, Frame, Monitor, make_backend
+from deskpilot.capture._mss import xfixes_pixels_to_bgra
+from deskpilot.geometry import Rect
+
+PRIMARY = Rect(0, 0, 1920, 1080)
+LEFT = Rect(-1280, -200, 1280, 1024)
+
+
+def desktop_pixels(rect: Rect) -> npt.NDArray[np.uint8]:
+    """BGRA whose values are a function of the absolute desktop position."""
+    ys, xs = np.mgrid[rect.top : rect.bottom, rect.left : rect.right]
+    out = np.empty((rect.height, rect.width, 4), dtype=np.uint8)
+    out[..., 0] = xs & 0xFF
+    out[..., 1] = ys & 0xFF
+    out[..., 2] = (xs * 3 + ys * 7) & 0xFF
+    out[..., 3] = 255
+    return out
+
+
+CURSOR = np.zeros((8, 6, 4), dtype=np.uint8)
+CURSOR[..., 2] = 200  # premultiplied red, half the pixels opaque
+CURSOR[..., 3] = 255
+CURSOR[::2, :, :] = 0
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, cursor_at: tuple[int, int] | None = (100, 50)) -> None:
+        self.cursor_at = cursor_at
+        self.grabs: list[Rect] = []
+        self.cursor_calls = 0
+        self.closed = 0
+        self.shift = 0
+
+    def monitors(self) -> list[Monitor]:
+        return [Monitor(1, LEFT, False, "left"), Monitor(2, PRIMARY, True, "main")]
+
+    def grab_bgra(self, rect: Rect) -> npt.NDArray[np.uint8]:
+        self.grabs.append(rect)
+        px = desktop_pixels(rect)
+        px[..., 0] += self.shift
+        return px
+
+    def cursor(self) -> CursorImage | None:
+        self.cursor_calls += 1
+        if self.cursor_at is None:
+            return None
+        return CursorImage(CURSOR, "premultiplied", (2, 3), self.cursor_at, serial=7)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+class ScalingBackend(FakeBackend):
+    def grab_scaled(self, rect: Rect, size: tuple[int, int]) -> npt.NDArray[np.uint8]:
+        return imaging.downscale(desktop_pixels(rect), size)
+
+
+def test_default_monitor_is_the_primary_and_indexes_are_one_based() -> None:
+    with Capturer(FakeBackend()) as cap:
+        assert cap.monitor.name == "main" and cap.area == PRIMARY
+    with Capturer(FakeBackend(), monitor=1) as cap:
+        assert cap.area == LEFT
+        assert [m.index for m in cap.monitors()] == [1, 2]
+
+
+def test_region_is_relative_to_the_monitor_even_with_a_negative_origin() -> None:
+    with Capturer(FakeBackend(), monitor=1, region=(100, 50, 640, 480)) as cap:
+        assert cap.area == Rect(-1180, -150, 640, 480)
+        frame = cap.grab()
+    assert frame.area == Rect(-1180, -150, 640, 480)
+    assert frame.norm_to_physical(0, 0) == (-1180, -150)
+    assert frame.norm_to_physical(1000, 1000) == (-1180 + 639, -150 + 479)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"monitor": 3}, "monitor must be 1..2"),
+        ({"monitor": 0}, "monitor must be 1..2"),
+        ({"monitor": True}, "monitor must be"),
+        ({"region": (0, 0, 1921, 10)}, "not inside"),
+        ({"region": (-1, 0, 10, 10)}, "not inside"),
+        ({"region": (0, 0, 0, 10)}, "not inside"),
+        ({"region": (0, 0, 10)}, "region must be"),
+        ({"region": (0.5, 0, 10, 10)}, "region must be"),
+        ({"scaling": "gdi"}, "needs the gdi backend"),
+        ({"scaling": "bicubic"}, "scaling must be"),
+    ],
+)
+def test_bad_configuration_is_refused_and_the_backend_closed(kwargs: dict[str, object], match: str) -> None:
+    backend = FakeBackend()
+    with pytest.raises(ConfigError, match=match):
+        Capturer(backend, **kwargs)  # type: ignore[arg-type]
+    assert backend.closed == (0 if "scaling" in kwargs and kwargs["scaling"] == "bicubic" else 1)
+
+
+def test_unknown_and_foreign_backends() -> None:
+    with pytest.raises(ConfigError, match="unknown capture backend"):
+        make_backend("dxgi")
+    if sys.platform != "win32":
+        with pytest.raises(CaptureError, match="needs Windows"):
+            make_backend("gdi")
+
+
+def test_native_grab_is_the_area_in_rgb_with_the_cursor() -> None:
+    backend = FakeBackend(cursor_at=(100, 50))
+    with Capturer(backend, region=(90, 40, 64, 48)) as cap:
+        frame = cap.grab()
+    expected = desktop_pixels(Rect(90, 40, 64, 48))
+    imaging.composite_cursor(expected, CURSOR, 100 - 2 - 90, 50 - 3 - 40, kind="premultiplied")
+    assert np.array_equal(frame.rgb, expected[..., 2::-1])
+    assert frame.cursor == (100, 50) and frame.size == (64, 48) and frame.scale == (1.0, 1.0)
+    assert backend.grabs == [Rect(90, 40, 64, 48)]
+    assert set(frame.timings) == {"capture", "cursor", "prepare"}
+
+
+def test_cursor_is_composited_before_the_downscale() -> None:
+    backend = FakeBackend(cursor_at=(960, 540))
+    with Capturer(backend) as cap:
+        frame = cap.grab(size=(1536, 864))
+    source = desktop_pixels(PRIMARY)
+    imaging.composite_cursor(source, CURSOR, 958, 537, kind="premultiplied")
+    assert np.array_equal(frame.rgb, imaging.prepare(source, size=(1536, 864)))
+    assert frame.size == (1536, 864) and frame.scale == (1.25, 1.25)
+    assert frame.describe()["image_size"] == [1536, 864]
+
+
+def test_cursor_off_or_elsewhere_leaves_pixels_alone() -> None:
+    plain = imaging.prepare(desktop_pixels(Rect(0, 0, 100, 100)))
+    backend = FakeBackend(cursor_at=(500, 500))
+    with Capturer(backend, region=(0, 0, 100, 100)) as cap:
+        assert np.array_equal(cap.grab().rgb, plain)
+    backend = FakeBackend()
+    with Capturer(backend, region=(0, 0, 100, 100), cursor=False) as cap:
+        frame = cap.grab()
+    assert np.array_equal(frame.rgb, plain) and frame.cursor is None and backend.cursor_calls == 0
+
+
+def test_cursor_partly_outside_the_area_is_clipped() -> None:
+    backend = FakeBackend(cursor_at=(1, 1))  # top-left at (-1, -2)
+    with Capturer(backend, region=(0, 0, 20, 20)) as cap:
+        frame = cap.grab()
+    expected = desktop_pixels(Rect(0, 0, 20, 20))
+    imaging.composite_cursor(expected, CURSOR, -1, -2, kind="premultiplied")
+    assert np.array_equal(frame.rgb, expected[..., 2::-1])
+
+
+def test_gdi_scaling_uses_the_backends_stretch() -> None:
+    backend = ScalingBackend(cursor_at=None)
+    with Capturer(backend, scaling="gdi") as cap:
+        frame = cap.grab(size=(960, 540))
+        native = cap.grab()
+    assert np.array_equal(frame.rgb, imaging.downscale(desktop_pixels(PRIMARY), (960, 540))[..., 2::-1])
+    assert native.size == (1920, 1080)
+
+
+def test_output_buffers_are_reused_once_no_frame_holds_them() -> None:
+    with Capturer(FakeBackend(), region=(0, 0, 64, 32)) as cap:
+        first = cap.grab()
+        first_ptr = first.rgb.ctypes.data
+        second = cap.grab()
+        assert second.rgb.ctypes.data != first_ptr  # `first` is alive: never overwritten
+        assert np.array_equal(first.rgb, second.rgb)
+        del first
+        gc.collect()
+        third = cap.grab()
+        assert third.rgb.ctypes.data == first_ptr  # released: reused, no new allocation
+        view = third.rgb[:10]
+        del third
+        fourth = cap.grab()
+        assert fourth.rgb.ctypes.data != view.ctypes.data  # a view still pins the buffer
+
+
+def test_png_is_cached_and_decodes_to_the_pixels() -> None:
+    from PIL import Image
+
+    with Capturer(FakeBackend(), region=(0, 0, 120, 80)) as cap:
+        frame = cap.grab(size=(60, 40))
+    png = frame.png()
+    assert frame.png() is png and frame.png(level=6) is not png
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(png)).convert("RGB")), frame.rgb)
+    url = frame.data_url()
+    assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == png
+
+
+def test_digest_tracks_pixel_changes() -> None:
+    backend = FakeBackend()
+    with Capturer(backend, region=(0, 0, 50, 50)) as cap:
+        a, b = cap.digest(), cap.digest()
+        backend.shift = 1
+        c = cap.digest()
+    assert a == b != c
+    assert backend.cursor_calls == 0  # the cursor does not make a still screen look busy
+
+
+def test_close_is_idempotent_and_final() -> None:
+    backend = FakeBackend()
+    cap = Capturer(backend)
+    cap.close()
+    cap.close()
+    assert backend.closed == 1
+    with pytest.raises(CaptureError, match="closed"):
+        cap.grab()
+
+
+@pytest.mark.parametrize("size", [(0, 10), (10,), "1536x864", (1.5, 2), (True, 2)])
+def test_bad_sizes(size: object) -> None:
+    with Capturer(FakeBackend()) as cap, pytest.raises(ConfigError, match="size"):
+        cap.grab(size=size)  # type: ignore[arg-type]
+
+
+def test_frame_rejects_non_rgb_arrays() -> None:
+    with pytest.raises(ValueError):
+        Frame(np.zeros((4, 4, 4), np.uint8), Rect(0, 0, 4, 4))
+
+
+def test_xfixes_pixels_become_bgra() -> None:
+    argb = np.array([0xFF102030, 0x80402010, 0x00000000, 0x7F7F7F7F], dtype=np.uint64)
+    bgra = xfixes_pixels_to_bgra(argb, 2, 2)
+    assert bgra.shape == (2, 2, 4)
+    assert bgra[0, 0].tolist() == [0x30, 0x20, 0x10, 0xFF]
+    assert bgra[0, 1].tolist() == [0x10, 0x20, 0x40, 0x80]
+    assert bgra[1, 1].tolist() == [0x7F] * 4
+    # 32-bit unsigned long builds give the same result
+    assert np.array_equal(xfixes_pixels_to_bgra(argb.astype(np.uint32), 2, 2), bgra)
