@@ -187,7 +187,6 @@ class FakeDesktop:
     cursors: dict[int, FakeCursor] = field(default_factory=dict)
     swap_buttons: bool = False
     sendinput_result: int | None = None  # None: all events inserted
-    dpi: dict[str, Callable[..., Any]] = field(default_factory=dict)  # DPI functions by name
 
     def __post_init__(self) -> None:
         self.log: list[Call] = []
@@ -202,9 +201,8 @@ class FakeDesktop:
         self.stretch_mode = 1  # BLACKONWHITE
         self.user32 = FakeDLL("user32", self.log, self._user32_impls())
         self.gdi32 = FakeDLL("gdi32", self.log, self._gdi32_impls())
-        self.shcore = FakeDLL(
-            "shcore", self.log, {k: v for k, v in self.dpi.items() if k in PROTOTYPES["shcore"]}
-        )
+        # DPI functions are scripted per test: ``desktop.user32.impls[name] = ...``.
+        self.shcore = FakeDLL("shcore", self.log, {})
 
     # -- helpers -------------------------------------------------------------------------
     def libraries(self) -> dict[str, Library]:
@@ -239,7 +237,7 @@ class FakeDesktop:
 
     # -- user32 --------------------------------------------------------------------------
     def _user32_impls(self) -> dict[str, Callable[..., Any]]:
-        impls: dict[str, Callable[..., Any]] = {
+        return {
             "EnumDisplayMonitors": self._enum_display_monitors,
             "GetCursorInfo": self._get_cursor_info,
             "GetCursorPos": self._get_cursor_pos,
@@ -251,8 +249,6 @@ class FakeDesktop:
             "ReleaseDC": self._release_dc,
             "SendInput": self._send_input,
         }
-        impls.update({k: v for k, v in self.dpi.items() if k in PROTOTYPES["user32"]})
-        return impls
 
     def _enum_display_monitors(self, hdc: Any, clip: Any, callback: Any, data: int) -> int:
         for monitor in self.monitors:
