@@ -34,7 +34,10 @@ Cursor
     * ``"mono"``: no colour bitmap; the mask is double height (AND on top, XOR below) and
       becomes an HxWx2 array of 0/1 planes.
 
-    An animated cursor is read once per handle (its first frame).
+    An animated cursor is read once per handle (its first frame). The image has the size
+    ``GetIconInfo`` reports; where Windows draws cursors enlarged (the accessibility
+    "pointer size" setting, some per-monitor DPI cases) the composited cursor can be
+    smaller than the one on screen.
 
 Call :meth:`GdiBackend.close` (or use ``with``) to release the DCs and the DIB.
 """
