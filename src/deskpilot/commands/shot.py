@@ -1,0 +1,134 @@
+"""``deskpilot shot``: capture one frame to a PNG file and print how long each phase took.
+
+Phases: ``capture`` (the backend's raw grab), ``cursor`` (reading and compositing the
+pointer), ``prepare`` (crop + area-average downscale + BGRA->RGB) and ``encode`` (PNG).
+With ``--repeat N`` the frame is taken N times and the median (and minimum) of each
+phase is printed; the last frame is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+from deskpilot.imaging import PNG_FILTERS
+
+__all__ = ["parse_region", "parse_size", "register"]
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"1536x864"`` -> (1536, 864)."""
+    try:
+        w, h = (int(v) for v in text.lower().replace("*", "x").split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must be WxH, e.g. 1536x864, got {text!r}") from None
+    if w <= 0 or h <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return (w, h)
+
+
+def parse_region(text: str) -> tuple[int, int, int, int]:
+    """``"0,0,1280,720"`` -> (0, 0, 1280, 720): x, y, width, height on the monitor."""
+    try:
+        x, y, w, h = (int(v) for v in text.replace(" ", "").split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"region must be x,y,w,h, e.g. 0,0,1280,720, got {text!r}") from None
+    if w <= 0 or h <= 0 or x < 0 or y < 0:
+        raise argparse.ArgumentTypeError(f"region needs x, y >= 0 and a positive size, got {text!r}")
+    return (x, y, w, h)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _level(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 9:
+        raise argparse.ArgumentTypeError(f"PNG level must be 0..9, got {value}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "shot",
+        help="capture one frame to a PNG and print per-phase timings",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--out", "-o", default="shot.png", help="output PNG path, '-' for stdout (default: shot.png)")
+    parser.add_argument("--size", type=parse_size, help="downscale to WxH, e.g. 1536x864 (default: physical size)")
+    parser.add_argument("--monitor", type=_positive, help="1-based monitor index (default: the primary)")
+    parser.add_argument("--region", type=parse_region, help="x,y,w,h on the monitor, in physical pixels")
+    parser.add_argument("--no-cursor", dest="cursor", action="store_false", help="leave the mouse pointer out")
+    parser.add_argument("--repeat", type=_positive, default=1, help="capture N times, report medians (default: 1)")
+    parser.add_argument("--level", type=_level, default=1, help="PNG deflate level 0..9 (default: 1)")
+    parser.add_argument("--filter", default="adaptive", choices=PNG_FILTERS, help="PNG row filter (default: adaptive)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "mss", "gdi"), help="capture backend")
+    parser.add_argument("--json", action="store_true", help="print the timings as one JSON object")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from deskpilot import imaging
+    from deskpilot.capture import Capturer
+
+    phases: dict[str, list[float]] = {"capture": [], "cursor": [], "prepare": [], "encode": []}
+    with Capturer(args.backend, monitor=args.monitor, region=args.region, cursor=args.cursor) as cap:
+        for _ in range(args.repeat):
+            frame = cap.grab(size=args.size)
+            t0 = time.perf_counter()
+            png = imaging.encode_png(frame.rgb, level=args.level, filter=args.filter)
+            phases["encode"].append(time.perf_counter() - t0)
+            for name in ("capture", "cursor", "prepare"):
+                phases[name].append(frame.timings[name])
+        backend = cap.backend.name
+    if args.out == "-":
+        sys.stdout.buffer.write(png)
+        sys.stdout.buffer.flush()
+        report = sys.stderr
+    else:
+        with open(args.out, "wb") as f:
+            f.write(png)
+        report = sys.stdout
+    medians = {name: statistics.median(values) for name, values in phases.items()}
+    total = [sum(values) for values in zip(*phases.values(), strict=True)]
+    if args.json:
+        import orjson
+
+        record = {
+            "out": args.out,
+            "backend": backend,
+            "imaging": imaging.BACKEND,
+            "repeat": args.repeat,
+            "bytes": len(png),
+            **frame.describe(),
+            "median_ms": {name: round(v * 1e3, 3) for name, v in medians.items()},
+            "min_ms": {name: round(min(v) * 1e3, 3) for name, v in phases.items()},
+            "total_median_ms": round(statistics.median(total) * 1e3, 3),
+        }
+        report.write(orjson.dumps(record).decode() + "\n")
+        return 0
+    a = frame.area
+    w, h = frame.size
+    where = f"cursor at {frame.cursor}" if frame.cursor else "no cursor"
+    report.write(
+        f"{backend} capture of monitor {frame.monitor}: {a.width}x{a.height} at ({a.left}, {a.top})"
+        f" -> {w}x{h} image, {where}; imaging core: {imaging.BACKEND}\n"
+    )
+    stat = "median" if args.repeat > 1 else "time"
+    for name, values in phases.items():
+        extra = f"  (min {min(values) * 1e3:.2f} ms over {args.repeat})" if args.repeat > 1 else ""
+        if name == "encode":
+            extra += f"  [level {args.level}, {args.filter}, {len(png) / 1024:.0f} KiB]"
+        report.write(f"  {name:<8} {stat} {medians[name] * 1e3:8.2f} ms{extra}\n")
+    report.write(f"  {'total':<8} {stat} {statistics.median(total) * 1e3:8.2f} ms\n")
+    if args.out != "-":
+        report.write(f"wrote {args.out}\n")
+    return 0
