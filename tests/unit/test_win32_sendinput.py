@@ -77,7 +77,7 @@ def typed(events: list[Decoded]) -> str:
 # -- coordinates ------------------------------------------------------------------------------
 
 
-@given(size=st.integers(1, 32768), data=st.data())
+@given(size=st.integers(1, 32767), data=st.data())
 def test_normalized_coordinate_lands_on_the_pixel(size: int, data: st.DataObject) -> None:
     origin = data.draw(st.integers(-10000, 10000))
     pixel = origin + data.draw(st.integers(0, size - 1))
@@ -87,6 +87,12 @@ def test_normalized_coordinate_lands_on_the_pixel(size: int, data: st.DataObject
     assert origin + n * size // 65536 == pixel
     # ... and would still land on the pixel if it rounded to nearest instead.
     assert origin + (n * size + 32768) // 65536 == pixel
+
+
+@given(size=st.integers(32768, 65535), data=st.data())
+def test_truncation_lands_on_the_pixel_up_to_the_normalized_range(size: int, data: st.DataObject) -> None:
+    pixel = data.draw(st.integers(0, size - 1))
+    assert normalize_absolute(pixel, 0, size) * size // 65536 == pixel
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 1080, 1920, 2560, 3840, 5120, 7680])

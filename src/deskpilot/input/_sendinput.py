@@ -11,7 +11,7 @@ axis whose virtual desktop spans ``origin .. origin + size - 1`` (``SM_XVIRTUALS
 Windows maps ``n`` back to ``origin + floor(n * size / 65536)``. For ``size < 65536``,
 ``n * size / 65536`` lies in ``(p - origin, p - origin + size / 65536]``, strictly inside
 pixel ``p``, so the pointer lands exactly on ``p`` -- and also when Windows rounds to
-nearest instead of truncating, as long as ``size <= 32768``. ``n`` is never 0 (Windows 10
+nearest instead of truncating, as long as ``size < 32768``. ``n`` is never 0 (Windows 10
 1709 and later ignore an absolute move to 0; Chromium's SendMouseEvent notes the same).
 The usual ``p * 65535 / size`` formula lands one pixel short on many pixels.
 
