@@ -90,7 +90,9 @@ def test_normalized_coordinate_lands_on_the_pixel(size: int, data: st.DataObject
 
 
 @given(size=st.integers(32768, 65535), data=st.data())
-def test_truncation_lands_on_the_pixel_up_to_the_normalized_range(size: int, data: st.DataObject) -> None:
+def test_truncation_lands_on_the_pixel_up_to_the_normalized_range(
+    size: int, data: st.DataObject
+) -> None:
     pixel = data.draw(st.integers(0, size - 1))
     assert normalize_absolute(pixel, 0, size) * size // 65536 == pixel
 
