@@ -12,7 +12,8 @@ Layout (format version 1)::
                           AGENT_DUMP_DIR is set they go there instead and turns record
                           the absolute path)
       zoom_0003.png       (extended toolset) native-resolution crops sent by ``zoom``
-      exchange.log        sanitized HTTP exchange log (images -> sha256 + length)
+      exchange.jsonl      sanitized HTTP exchange log, one JSON record per HTTP attempt
+                          (images -> sha256 + length; see deskpilot.agent._exchange_log)
       summary.json        outcome and totals; written at start with outcome "running"
                           and atomically replaced at the end, also on crash or Ctrl+C
       lmstudio_raw.log,   (optional, seed 001) LM Studio server-log lines of this run,
@@ -77,7 +78,7 @@ FORMAT_VERSION = 1
 TURNS_FILE = "turns.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
-EXCHANGE_FILE = "exchange.log"
+EXCHANGE_FILE = "exchange.jsonl"
 
 
 class RunLogError(DeskpilotError):

@@ -1,0 +1,186 @@
+"""Agent configuration: seed defaults, precedence flag > env > file > default, clear errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from deskpilot.agent._config import (
+    AgentConfig,
+    LoopSettings,
+    load_config,
+    parse_set_option,
+    register_section,
+    registered_sections,
+    setting,
+    settings_table,
+)
+from deskpilot.errors import ConfigError
+
+
+def cfg(flags=None, env=None, path=None) -> AgentConfig:
+    return load_config(flags=flags, env=env or {}, path=path, search_default=False)
+
+
+def test_defaults_are_the_seeds() -> None:
+    c = cfg()
+    assert c.model.endpoint == "http://localhost:1234/v1/chat/completions"
+    assert c.model.model == "qwen3-vl-8b-instruct"
+    assert (c.model.timeout, c.model.temperature, c.model.max_tokens) == (240.0, 0.6, 2048)
+    assert (c.screen.image_width, c.screen.image_height) == (1536, 864)
+    assert (c.history.keep_last_screenshots, c.history.keep_last_thinks) == (2, 2)
+    assert c.agent.max_steps == 10
+    assert (c.run.dump_prefix, c.run.dump_start, c.run.dump_dir) == ("screen_", 1, "")
+    assert c.agent.toolset == "seed000" and c.agent.mode == "single"
+    assert all(src == "default" for src in c.sources.values())
+
+
+def test_seed_environment_variables() -> None:
+    env = {
+        "LMSTUDIO_ENDPOINT": "http://box:8080/v1/chat/completions",
+        "LMSTUDIO_MODEL": "qwen3-vl-4b-instruct",
+        "LMSTUDIO_TIMEOUT": "30",
+        "LMSTUDIO_TEMPERATURE": "0.2",
+        "LMSTUDIO_MAX_TOKENS": "512",
+        "AGENT_IMAGE_W": "1344",
+        "AGENT_IMAGE_H": "756",
+        "AGENT_DUMP_DIR": "dumps",
+        "AGENT_DUMP_PREFIX": "shot_",
+        "AGENT_DUMP_START": "7",
+        "AGENT_KEEP_LAST_SCREENSHOTS": "3",
+        "AGENT_KEEP_LAST_THINKS": "0",
+        "AGENT_MAX_STEPS": "25",
+        "AGENT_STEP_DELAY": "0.4",
+    }
+    c = cfg(env=env)
+    assert c.model.endpoint.startswith("http://box:8080")
+    assert c.model.model == "qwen3-vl-4b-instruct"
+    assert c.model.timeout == 30.0 and c.model.temperature == 0.2 and c.model.max_tokens == 512
+    assert (c.screen.image_width, c.screen.image_height) == (1344, 756)
+    assert (c.run.dump_dir, c.run.dump_prefix, c.run.dump_start) == ("dumps", "shot_", 7)
+    assert (c.history.keep_last_screenshots, c.history.keep_last_thinks) == (3, 0)
+    assert c.agent.max_steps == 25 and c.agent.effective_step_delay == 0.4
+    assert c.sources["model.timeout"] == "environment variable LMSTUDIO_TIMEOUT"
+
+
+def test_precedence_flag_env_file_default(tmp_path: Path) -> None:
+    f = tmp_path / "dp.toml"
+    f.write_text('[model]\nmodel = "from-file"\ntemperature = 0.1\nmax_tokens = 100\n[agent]\nmax_steps = 4\n')
+    env = {"LMSTUDIO_MODEL": "from-env", "LMSTUDIO_TEMPERATURE": "0.3"}
+    c = cfg(flags={"model.model": "from-flag", "agent.max_steps": None}, env=env, path=f)
+    assert c.model.model == "from-flag"  # flag beats env and file
+    assert c.model.temperature == 0.3  # env beats file
+    assert c.model.max_tokens == 100  # file beats default
+    assert c.agent.max_steps == 4  # a flag given as None is "not given"
+    assert c.model.timeout == 240.0
+    assert c.sources["model.model"] == "flag model.model"
+    assert "dp.toml" in c.sources["model.max_tokens"]
+    assert c.file == f
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"LMSTUDIO_TIMEOUT": "soon"}, "LMSTUDIO_TIMEOUT"),
+        ({"LMSTUDIO_TIMEOUT": "-1"}, "minimum"),
+        ({"AGENT_MAX_STEPS": "2.5"}, "AGENT_MAX_STEPS"),
+        ({"AGENT_IMAGE_W": "8"}, "AGENT_IMAGE_W"),
+        ({"LMSTUDIO_TEMPERATURE": "nan"}, "LMSTUDIO_TEMPERATURE"),
+        ({"LMSTUDIO_STREAM": "maybe"}, "boolean"),
+        ({"AGENT_SETTLE": "adaptiv"}, "did you mean 'adaptive'"),
+        ({"AGENT_KEEP_LAST_SCREENSHOTS": "0"}, "AGENT_KEEP_LAST_SCREENSHOTS"),
+    ],
+)
+def test_invalid_values_name_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        cfg(env=env)
+    assert needle in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_booleans_and_numbers_from_text() -> None:
+    c = cfg(env={"LMSTUDIO_STREAM": "yes", "AGENT_DRY_RUN": "0", "AGENT_ONE_TOOL_CALL": "off"})
+    assert c.model.stream is True and c.agent.dry_run is False and c.agent.one_tool_call is False
+
+
+def test_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        cfg(path=tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        cfg(path=bad)
+    typo = tmp_path / "typo.toml"
+    typo.write_text("[model]\nmodle = 'x'\n")
+    with pytest.raises(ConfigError, match="did you mean 'model'"):
+        cfg(path=typo)
+    section = tmp_path / "section.toml"
+    section.write_text("[modle]\nmodel = 'x'\n")
+    with pytest.raises(ConfigError, match="unknown setting 'modle'"):
+        cfg(path=section)
+    wrong_type = tmp_path / "type.toml"
+    wrong_type.write_text("[agent]\nmax_steps = 'many'\n")
+    with pytest.raises(ConfigError, match=r"\[agent\] max_steps"):
+        cfg(path=wrong_type)
+
+
+def test_unknown_flag_and_set_option() -> None:
+    with pytest.raises(ConfigError, match="unknown setting"):
+        cfg(flags={"model.nope": 1})
+    assert parse_set_option("history.keep_last_screenshots=3") == ("history.keep_last_screenshots", "3")
+    with pytest.raises(ConfigError, match=r"section\.key=value"):
+        parse_set_option("keep=3")
+
+
+def test_settle_bounds_checked_together() -> None:
+    with pytest.raises(ConfigError, match="settle_max"):
+        cfg(env={"AGENT_SETTLE_MIN": "2", "AGENT_SETTLE_MAX": "1"})
+
+
+def test_step_delay_follows_settle_mode() -> None:
+    assert cfg().agent.effective_step_delay == 0.0
+    assert cfg(flags={"agent.settle": "fixed"}).agent.effective_step_delay == 0.4
+    assert cfg(flags={"agent.settle": "fixed", "agent.step_delay": 0.1}).agent.effective_step_delay == 0.1
+    assert LoopSettings(step_delay=0.0, settle="fixed").effective_step_delay == 0.0
+
+
+def test_default_file_in_working_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "deskpilot.toml").write_text('[model]\nmodel = "cwd-model"\n')
+    monkeypatch.chdir(tmp_path)
+    assert load_config(env={}).model.model == "cwd-model"
+    assert load_config(env={}, search_default=False).model.model == "qwen3-vl-8b-instruct"
+
+
+def test_secrets_masked_in_records() -> None:
+    c = cfg(env={"OPENAI_API_KEY": "sk-secret"})
+    assert c.model.api_key == "sk-secret"
+    assert c.as_dict()["model"]["api_key"] == "***"
+
+
+@dataclass(frozen=True, slots=True)
+class _ExampleSettings:
+    review_interval: int = setting(5, env="EXAMPLE_REVIEW_INTERVAL", minimum=1)
+    variant: str = setting("003", env="EXAMPLE_VARIANT", choices=("002", "003"))
+
+
+def test_modes_register_their_own_sections(tmp_path: Path) -> None:
+    register_section("example", _ExampleSettings)
+    try:
+        f = tmp_path / "dp.toml"
+        f.write_text("[example]\nreview_interval = 7\n")
+        c = cfg(env={"EXAMPLE_VARIANT": "002"}, path=f)
+        assert c.section(_ExampleSettings) == _ExampleSettings(7, "002")
+        assert c.section(LoopSettings) is c.agent
+        assert c.as_dict()["example"] == {"review_interval": 7, "variant": "002"}
+        with pytest.raises(ConfigError, match="EXAMPLE_VARIANT"):
+            cfg(env={"EXAMPLE_VARIANT": "004"})
+        assert any(row[0] == "example.review_interval" for row in settings_table())
+        with pytest.raises(ValueError, match="already registered"):
+            register_section("example", LoopSettings)
+    finally:
+        from deskpilot.agent import _config
+
+        _config._SECTIONS.pop("example", None)
+    assert "example" not in registered_sections()

@@ -1,0 +1,280 @@
+"""The whole loop (single mode) on a simulated desktop, against the real local test server.
+
+Real parts: the HTTP client, the test server, history, tools, settle, the run directory.
+Simulated: the screen and the hands (tests/integration does the same on Xvfb with real
+capture and XTest input).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from deskpilot.agent import (
+    Scenario,
+    iter_turns,
+    load_config,
+    load_summary,
+    run_agent,
+    validate_run_dir,
+)
+from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
+from deskpilot.geometry import Box, Mapping, Rect
+from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy, tool_call
+
+TEXT = "Grüße, 世界! ✓ 🚀"
+
+
+def run(
+    tmp_path: Path,
+    policy: Any,
+    *,
+    flags: dict[str, Any] | None = None,
+    task: Any = "do the thing",
+    desk: SimulatedDesktop | None = None,
+    server: dict[str, Any] | None = None,
+    handle_signals: bool = False,
+) -> tuple[Any, ModelServer, SimulatedDesktop]:
+    desk = desk or SimulatedDesktop()
+    with ModelServer(policy, **(server or {})) as srv:
+        cfg = load_config(
+            flags={"model.endpoint": srv.endpoint, "run.runs_dir": str(tmp_path / "runs"), **(flags or {})},
+            env={},
+            search_default=False,
+        )
+        result = run_agent(cfg, task, screen_factory=lambda: desk, hands_factory=lambda: desk,
+                           handle_signals=handle_signals)
+    return result, srv, desk
+
+
+def tool_payloads(request: Any) -> list[dict[str, Any]]:
+    return [orjson.loads(m["content"]) for m in request.messages if m.get("role") == "tool"]
+
+
+def check_run_dir(result: Any) -> list[dict[str, Any]]:
+    assert validate_run_dir(result.run_dir) == []
+    turns = list(iter_turns(result.run_dir))
+    summary = load_summary(result.run_dir)
+    assert summary["outcome"] == result.outcome and summary["steps"] == result.steps
+    assert (result.run_dir / "run.json").is_file() and (result.run_dir / "exchange.jsonl").is_file()
+    for t in turns[1:-1]:
+        assert "overhead" in t["timings"], t  # every turn but the last led to another request
+    return turns
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_pixel_policy_clicks_types_and_submits(tmp_path: Path, stream: bool) -> None:
+    policy = PixelPolicy(TARGET_RGB, text=TEXT, steps=("click", "type", "key", "done"))
+    result, srv, desk = run(tmp_path, policy, flags={"model.stream": stream})
+    assert result.outcome == "answered" and result.answer.startswith("Done")
+    assert srv.problems == []
+    assert all(r.stream is stream for r in srv.requests)
+    (x, y), = desk.target_clicks
+    assert desk.target.contains(x, y)
+    assert desk.text == TEXT and desk.submitted == [TEXT]
+    turns = check_run_dir(result)
+    assert [t["turn"] for t in turns] == [0, 1, 2, 3, 4]
+    click = turns[1]
+    assert click["tool_call"]["name"] == "click_element" and click["result"]["changed"] is True
+    assert click["mapping"]["physical_size"] == [1920, 1080] and click["mapping"]["monitor"] == 1
+    assert click["action"]["x"] == x and click["observation"]["screenshot"].startswith("screen_")
+    for phase in ("model", "action", "settle", "capture", "request_build"):
+        assert phase in click["timings"]
+    assert turns[-1]["final"] is True and turns[-1]["answer"] == result.answer
+    summary = result.summary
+    assert summary["totals"]["tool_calls"] == 3 and summary["totals"]["tool_errors"] == 0
+    assert {"p50_ms", "p95_ms"} <= set(summary["phases"]["overhead"])
+    assert all((result.run_dir / s).is_file() for s in summary["screenshots"])
+    log = (result.run_dir / "exchange.jsonl").read_text()
+    assert "sha256:" in log and "iVBORw0KGgo" not in log  # images summarized, never dumped
+
+
+def test_every_error_payload_reaches_the_model(tmp_path: Path) -> None:
+    script = [
+        Reply(tool_calls=[("click_element", {"box": [500, 500]})]),
+        Reply(tool_calls=[("click_element", {"label": "x"})]),
+        Reply(tool_calls=[("click_element", {"label": "x", "box": [1, 2, 3]})]),
+        Reply(tool_calls=[tool_call("click_element", '{"label": "x", "box": [1,')]),
+        Reply(tool_calls=[tool_call("type_text", "[1, 2]")]),
+        Reply(tool_calls=[("type_text", {"text": ""})]),
+        Reply(tool_calls=[("press_key", {})]),
+        Reply(tool_calls=[("press_key", {"key": "ctrl+entr"})]),
+        Reply(tool_calls=[("open_browser", {"url": "x"})]),
+        Reply(tool_calls=[("press_key", {"key": "tab"}), ("press_key", {"key": "enter"})]),
+        "Done.",
+    ]
+    expected = ["missing_label", "missing_box", "invalid_box", "invalid_json", "invalid_args", "empty_text",
+                "missing_key", "invalid_key", "unknown_tool"]
+    result, srv, desk = run(tmp_path, ScriptedPolicy(script), flags={"agent.max_steps": 20})
+    assert result.outcome == "answered" and srv.problems == []
+    payloads = tool_payloads(srv.requests[-1])
+    assert [p["error"]["type"] for p in payloads[: len(expected)]] == expected
+    assert payloads[len(expected)]["ok"] is True  # the tab
+    assert payloads[len(expected) + 1]["error"]["type"] == "too_many_tool_calls"
+    assert [e["key"] for e in desk.events if e["action"] == "key"] == ["tab"]  # enter was refused, not run
+    turns = check_run_dir(result)
+    assert turns[10]["extra_calls"][0]["result"]["error"]["type"] == "too_many_tool_calls"
+    assert turns[4]["tool_call"]["raw_arguments"] == '{"label": "x", "box": [1,'
+    assert result.summary["totals"]["tool_errors"] == len(expected) + 1
+
+
+def test_many_calls_option_runs_every_call(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[("press_key", {"key": "tab"}), ("press_key", {"key": "enter"})]), "Done."]
+    result, srv, desk = run(tmp_path, ScriptedPolicy(script), flags={"agent.one_tool_call": False})
+    assert [e["key"] for e in desk.events if e["action"] == "key"] == ["tab", "enter"]
+    assert [p["ok"] for p in tool_payloads(srv.requests[-1])] == [True, True]
+    assert len(list(iter_turns(result.run_dir))[1]["more_calls"]) == 1
+
+
+def test_max_steps_ends_the_run(tmp_path: Path) -> None:
+    policy = ScriptedPolicy([Reply(content="<think>look</think>looking", tool_calls=[("observe_screen", {})])],
+                            on_exhausted="repeat")
+    result, srv, _ = run(tmp_path, policy, flags={"agent.max_steps": 3})
+    assert result.outcome == "max_steps" and result.steps == 3 and len(srv.requests) == 3
+    assert result.answer == "looking"
+    turns = check_run_dir(result)
+    assert turns[-1]["ended_by"] == "max_steps"
+
+
+def test_scenario_step_budget(tmp_path: Path) -> None:
+    policy = ScriptedPolicy([Reply(tool_calls=[("observe_screen", {})])], on_exhausted="repeat")
+    scenario = Scenario("s", "look around", max_steps=2)
+    result, srv, _ = run(tmp_path, policy, task=scenario)
+    assert result.outcome == "max_steps" and len(srv.requests) == 2
+    assert orjson.loads((result.run_dir / "run.json").read_bytes())["scenario"]["name"] == "s"
+
+
+def test_repeated_action_without_effect_is_pointed_out(tmp_path: Path) -> None:
+    click = Reply(tool_calls=[("click_element", {"label": "wall", "box": [50, 50]})])
+    _, srv, _ = run(tmp_path, ScriptedPolicy([click, click, click, "Done."]))
+    payloads = tool_payloads(srv.requests[-1])
+    assert [p["changed"] for p in payloads] == [False, False, False]
+    assert "warning" not in payloads[1] and payloads[2]["no_effect_repeats"] == 3
+    assert "Do something different" in payloads[2]["warning"]
+    # An unchanged screen is not sent again: a short note replaces the image.
+    assert [r.image_count for r in srv.requests] == [1, 1, 1, 1]
+    assert "No new screenshot" in srv.requests[1].messages[-1]["content"]
+
+
+def test_zoom_maps_the_next_action_exactly(tmp_path: Path) -> None:
+    box = [400, 300, 600, 500]
+    script = [
+        Reply(tool_calls=[("zoom", {"box": box})]),
+        Reply(tool_calls=[("click_element", {"label": "zoomed", "box": [500, 500]})]),
+        Reply(tool_calls=[("click_element", {"label": "full", "box": [500, 500]})]),
+        "Done.",
+    ]
+    result, srv, desk = run(tmp_path, ScriptedPolicy(script), flags={"agent.toolset": "extended"})
+    full = Mapping(Rect(0, 0, 1920, 1080), 768, 432)
+    region = full.norm_box_to_physical(Box(*box))
+    zoomed = full.sub_mapping(Box(*box), region.width, region.height)
+    clicks = [(e["x"], e["y"]) for e in desk.events if e["action"] == "click"]
+    assert clicks == [zoomed.norm_to_physical(500, 500), full.norm_to_physical(500, 500)]
+    zoom_image = srv.requests[1].last_image
+    assert (zoom_image.width, zoom_image.height) == (region.width, region.height)  # native resolution
+    turns = check_run_dir(result)
+    assert turns[1]["observation"]["zoomed"] is True and turns[1]["observation"]["screenshot"].startswith("zoom_")
+    assert turns[2]["mapping"]["physical_size"] == [region.width, region.height]
+    assert turns[3]["mapping"]["physical_size"] == [1920, 1080]
+
+
+def test_seed001_toolset(tmp_path: Path) -> None:
+    policy = PixelPolicy(TARGET_RGB, text="hello", steps=("move", "click_mouse", "type", "key", "done"))
+    result, srv, desk = run(tmp_path, policy, flags={"agent.toolset": "seed001"})
+    assert result.outcome == "answered" and srv.problems == []
+    assert srv.requests[0].tool_names == ["take_screenshot", "move_mouse", "click_mouse", "type_text", "scroll_down"]
+    assert len(desk.target_clicks) == 1 and desk.text == "hello"
+    # Seed 001 has no press_key: the model is told so, nothing is pressed.
+    assert tool_payloads(srv.requests[-1])[-1]["error"]["type"] == "unknown_tool"
+    assert desk.submitted == []
+
+
+def test_seed_behaviour_without_auto_observe(tmp_path: Path) -> None:
+    policy = PixelPolicy(TARGET_RGB, text="x", steps=("click", "observe", "type", "key", "done"))
+    result, srv, desk = run(tmp_path, policy, flags={"agent.observe_after_action": False})
+    assert result.outcome == "answered" and desk.submitted == ["x"]
+    # The click returns no image; the model's observe_screen call gets one.
+    assert [r.image_count for r in srv.requests] == [1, 1, 2, 2, 2]
+    observe = tool_payloads(srv.requests[2])[1]
+    assert observe["ok"] is True and observe["screenshot"].startswith("screen_") and observe["screen_size"] == [1920, 1080]
+    assert "automatically" not in srv.requests[0].messages[0]["content"]
+
+
+def test_final_answer_has_no_think(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, ScriptedPolicy(["<think>long reasoning</think>\nAll done."]))
+    assert result.answer == "All done." and load_summary(result.run_dir)["answer"] == "All done."
+
+
+def test_server_down_is_a_recorded_error(tmp_path: Path) -> None:
+    desk = SimulatedDesktop()
+    cfg = load_config(
+        flags={"model.endpoint": "http://127.0.0.1:9/v1/chat/completions", "model.retries": 0,
+               "run.runs_dir": str(tmp_path)},
+        env={}, search_default=False,
+    )
+    result = run_agent(cfg, "x", screen_factory=lambda: desk, hands_factory=lambda: desk)
+    assert result.outcome == "error" and "no server at http://127.0.0.1:9" in (result.error or "")
+    assert validate_run_dir(result.run_dir) == []
+    assert load_summary(result.run_dir)["error_details"]["endpoint"].startswith("http://127.0.0.1:9")
+
+
+class SlowTyper(SimulatedDesktop):
+    def __init__(self) -> None:
+        super().__init__()
+        self.typing = threading.Event()
+
+    def type_text(self, text: str) -> None:
+        self.typing.set()
+        time.sleep(0.05)
+        super().type_text(text)
+
+
+def _signal_when(condition: Any, sig: int, sent: list[float]) -> threading.Thread:
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), sig)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_sigint_during_model_wait_stops_and_records(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[("press_key", {"key": "tab"})]), Reply(content="late", delay=30)]
+    policy = ScriptedPolicy(script)
+    desk = SimulatedDesktop()
+    sent: list[float] = []
+    watcher = _signal_when(lambda: policy.position >= 2, signal.SIGINT, sent)
+    result, _, _ = run(tmp_path, policy, desk=desk, handle_signals=True)
+    stopped = time.monotonic()
+    watcher.join()
+    assert result.outcome == "interrupted" and "SIGINT" in (result.error or "")
+    assert stopped - sent[0] < 3.0  # stops promptly (the 30 s model answer is not awaited)
+    assert desk.events[-1]["action"] == "release_all"
+    turns = check_run_dir(result)
+    assert turns[-1]["ended_by"] == "interrupted"
+
+
+def test_sigterm_while_typing_stops_between_chunks(tmp_path: Path) -> None:
+    desk = SlowTyper()
+    desk.focused = True
+    text = "x" * 400  # 25 chunks of 16 at 50 ms each: 1.25 s if not stopped
+    sent: list[float] = []
+    watcher = _signal_when(desk.typing.is_set, signal.SIGTERM, sent)
+    result, _, _ = run(tmp_path, ScriptedPolicy([Reply(tool_calls=[("type_text", {"text": text})])]),
+                       desk=desk, handle_signals=True)
+    watcher.join()
+    assert result.outcome == "interrupted" and "SIGTERM" in (result.error or "")
+    assert 0 < len(desk.text) < len(text)
+    assert desk.events[-1]["action"] == "release_all"
+    check_run_dir(result)
