@@ -167,3 +167,14 @@ def test_redact_lines_handles_json_and_damaged_lines() -> None:
     out = redact_lines(lines)
     assert json.loads(out[0]) == {"text": "password=[REDACTED:password]"}
     assert out[1] == '{"broken": "[REDACTED:aws_access_key_id]'
+
+
+def test_raw_base64_screenshots_become_placeholders_and_blobs_are_kept() -> None:
+    raw = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+    b64 = base64.b64encode(raw).decode()
+    assert redact({"raw_b64": b64})["raw_b64"] == f"<image/png sha256={hashlib.sha256(raw).hexdigest()} bytes={len(raw)}>"
+    blob = base64.b64encode(bytes(range(256)) * 8).decode()
+    assert redact({"data": blob})["data"] == blob  # not an image: kept verbatim, not scanned
+    assert redact({"raw_b64": b64}, images=False)["raw_b64"] == b64
+    # a short base64-alphabet string is still text and still scanned
+    assert redact("AKIAIOSFODNN7EXAMPLE") == "[REDACTED:aws_access_key_id]"
