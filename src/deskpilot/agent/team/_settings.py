@@ -1,0 +1,214 @@
+"""``[team]`` settings and the parameters a run uses once the variant's defaults apply.
+
+Every numeric setting defaults to "the variant's value" (0 or -1 below), so
+``--variant 002`` alone gives seed 002's numbers and any single value can still be
+overridden by flag, environment (``TEAM_*``), or the TOML file::
+
+    [team]
+    variant = "002"          # or "commander", "planner/executor", ...
+    review_interval = 4
+    loop_recovery = true
+
+Where a core setting was given explicitly it is honoured too: ``agent.max_steps``
+(``--max-steps``, AGENT_MAX_STEPS) caps the turns, and ``model.temperature`` /
+``model.max_tokens`` (LMSTUDIO_TEMPERATURE / LMSTUDIO_MAX_TOKENS, the seeds' operator
+values) set the executor's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from deskpilot.agent._config import AgentConfig, setting
+from deskpilot.agent.team._variants import Variant, resolve_variant
+
+__all__ = ["TeamParams", "TeamSettings", "resolve_params"]
+
+
+@dataclass(frozen=True, slots=True)
+class TeamSettings:
+    """``[team]``: the planner/executor mode (seeds 002 and 003)."""
+
+    variant: str = setting(
+        "003",
+        env="TEAM_VARIANT",
+        help="002 (commander/operator) or 003 (planner/executor); the seeds' role names work too",
+    )
+    review_interval: int = setting(
+        0,
+        env="TEAM_REVIEW_INTERVAL",
+        minimum=0,
+        help="planner review every N turns; 0 = variant default (5 / 7)",
+    )
+    compression_threshold: int = setting(
+        0,
+        env="TEAM_COMPRESSION_THRESHOLD",
+        minimum=0,
+        help="active actions that trigger compression; 0 = variant default (8 / 12)",
+    )
+    max_steps: int = setting(
+        0,
+        env="TEAM_MAX_STEPS",
+        minimum=0,
+        help="turns (model requests); 0 = variant default (30 / 50)",
+    )
+    planner_temperature: float = setting(
+        -1.0,
+        env="TEAM_PLANNER_TEMPERATURE",
+        minimum=-1.0,
+        maximum=2.0,
+        help="-1 = variant default (0.35)",
+    )
+    planner_max_tokens: int = setting(
+        0, env="TEAM_PLANNER_MAX_TOKENS", minimum=0, help="0 = variant default (1200 / 1800)"
+    )
+    executor_temperature: float = setting(
+        -1.0,
+        env="TEAM_EXECUTOR_TEMPERATURE",
+        minimum=-1.0,
+        maximum=2.0,
+        help="-1 = variant default (0.5)",
+    )
+    executor_max_tokens: int = setting(
+        0, env="TEAM_EXECUTOR_MAX_TOKENS", minimum=0, help="0 = variant default (1024 / 1400)"
+    )
+    turn_delay: float = setting(
+        -1.0,
+        env="TEAM_TURN_DELAY",
+        minimum=-1.0,
+        help="seconds slept after every turn; -1 = none with adaptive settle, the seeds' 1.5 s with agent.settle=fixed",
+    )
+    loop_repeats: int = setting(
+        3,
+        env="TEAM_LOOP_REPEATS",
+        minimum=0,
+        help="identical actions without visible effect that count as a loop; 0 = off",
+    )
+    loop_recovery: bool = setting(
+        False,
+        env="TEAM_LOOP_RECOVERY",
+        help="on a loop also press ESC, move to the centre, click the Start-button corner, press ctrl+esc (the seeds' recovery)",
+    )
+    loop_recovery_cooldown: int = setting(
+        3, env="TEAM_LOOP_RECOVERY_COOLDOWN", minimum=0, help="turns between two recoveries"
+    )
+    min_evidence: int = setting(
+        100,
+        env="TEAM_MIN_EVIDENCE",
+        minimum=0,
+        help="characters of evidence a completion report needs",
+    )
+    context_actions: int = setting(
+        8, env="TEAM_CONTEXT_ACTIONS", minimum=1, help="active actions shown in the context"
+    )
+    planner_attempts: int = setting(
+        3,
+        env="TEAM_PLANNER_ATTEMPTS",
+        minimum=1,
+        help="planner answers without a plan before the run stops (before the first plan only)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TeamParams:
+    """The numbers one team run uses (settings resolved against the variant)."""
+
+    variant: Variant
+    review_interval: int
+    compression_threshold: int
+    max_steps: int
+    planner_temperature: float
+    planner_max_tokens: int
+    executor_temperature: float
+    executor_max_tokens: int
+    turn_delay: float
+    loop_repeats: int
+    loop_recovery: bool
+    loop_recovery_cooldown: int
+    min_evidence: int
+    context_actions: int
+    planner_attempts: int
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "variant": self.variant.name,
+            "variant_title": self.variant.title,
+            "review_interval": self.review_interval,
+            "compression_threshold": self.compression_threshold,
+            "max_steps": self.max_steps,
+            "planner": {
+                "temperature": self.planner_temperature,
+                "max_tokens": self.planner_max_tokens,
+            },
+            "executor": {
+                "temperature": self.executor_temperature,
+                "max_tokens": self.executor_max_tokens,
+            },
+            "turn_delay": self.turn_delay,
+            "loop_repeats": self.loop_repeats,
+            "loop_recovery": self.loop_recovery,
+            "loop_recovery_cooldown": self.loop_recovery_cooldown,
+            "min_evidence": self.min_evidence,
+            "context_actions": self.context_actions,
+            "planner_attempts": self.planner_attempts,
+        }
+
+
+def _explicit(config: AgentConfig, key: str) -> bool:
+    return config.sources.get(key, "default") != "default"
+
+
+def resolve_params(config: AgentConfig, settings: TeamSettings | None = None) -> TeamParams:
+    """Apply the variant's defaults to every setting left at "variant default"."""
+    team = settings if settings is not None else _team_settings(config)
+    v = resolve_variant(team.variant)
+    if team.max_steps > 0:
+        max_steps = team.max_steps
+    elif _explicit(config, "agent.max_steps"):
+        max_steps = config.agent.max_steps
+    else:
+        max_steps = v.max_steps
+    if team.executor_temperature >= 0:
+        executor_temperature = team.executor_temperature
+    elif _explicit(config, "model.temperature"):
+        executor_temperature = config.model.temperature
+    else:
+        executor_temperature = v.executor_temperature
+    if team.executor_max_tokens > 0:
+        executor_max_tokens = team.executor_max_tokens
+    elif _explicit(config, "model.max_tokens"):
+        executor_max_tokens = config.model.max_tokens
+    else:
+        executor_max_tokens = v.executor_max_tokens
+    if team.turn_delay >= 0:
+        turn_delay = team.turn_delay
+    else:
+        turn_delay = v.turn_delay_s if config.agent.settle == "fixed" else 0.0
+    return TeamParams(
+        variant=v,
+        review_interval=team.review_interval or v.review_interval,
+        compression_threshold=team.compression_threshold or v.compression_threshold,
+        max_steps=max_steps,
+        planner_temperature=team.planner_temperature
+        if team.planner_temperature >= 0
+        else v.planner_temperature,
+        planner_max_tokens=team.planner_max_tokens or v.planner_max_tokens,
+        executor_temperature=executor_temperature,
+        executor_max_tokens=executor_max_tokens,
+        turn_delay=turn_delay,
+        loop_repeats=team.loop_repeats,
+        loop_recovery=team.loop_recovery,
+        loop_recovery_cooldown=team.loop_recovery_cooldown,
+        min_evidence=team.min_evidence,
+        context_actions=team.context_actions,
+        planner_attempts=team.planner_attempts,
+    )
+
+
+def _team_settings(config: AgentConfig) -> TeamSettings:
+    try:
+        return config.section(TeamSettings)
+    except KeyError:
+        # The section is registered with the mode; a config loaded before that (a
+        # library caller building AgentConfig by hand) gets the defaults.
+        return TeamSettings()
