@@ -57,7 +57,7 @@ from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
-from deskpilot.agent._screen import CapturerScreen, Screen, Shot, change_box, expand_rect
+from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._settle import SettlePolicy, settle
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
@@ -339,28 +339,38 @@ class Session:
         return turn, completion
 
     # ------------------------------------------------------------------ screen
-    async def _probe(self, turn: Turn) -> tuple[int, Shot]:
+    async def _probe(self, turn: Turn) -> tuple[Probe, Probe]:
         started = time.perf_counter()
-        shot = await self._capture.call(self.screen.grab)
+        value = await self._capture.call(self.screen.probe)
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
-        return shot.digest, shot
+        return value, value
 
     async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
-        """A full-view frame; with ``settle_first`` the screen is polled until stable.
+        """A full-view frame of the settled screen.
 
-        Time spent grabbing counts as ``capture``; the rest of the wait as ``settle``.
+        With ``settle_first`` cheap probes poll the screen until two match (bounded by
+        the settle policy); otherwise one probe. When the settled probe equals the one
+        of the last full-view frame, that frame is returned as is (no grab, and its PNG
+        is already encoded). Time spent probing and grabbing counts as ``capture``, the
+        rest of the wait as ``settle``.
         """
         self.reporter.phase(turn.number, "settle" if settle_first else "capture")
-        if not settle_first:
-            _, shot = await self._probe(turn)
-        else:
-            before = turn.timer.phases.get("capture", 0.0)
-            started = time.perf_counter()
-            result = await settle(lambda: self._probe(turn), self.settle_policy)
-            grabbed = turn.timer.phases.get("capture", 0.0) - before
-            turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
+        policy = self.settle_policy if settle_first else SettlePolicy("none")
+        before = turn.timer.phases.get("capture", 0.0)
+        started = time.perf_counter()
+        result = await settle(lambda: self._probe(turn), policy)
+        probed = turn.timer.phases.get("capture", 0.0) - before
+        if settle_first:
+            turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - probed))
             turn.record["settle"] = result.as_dict()
-            shot = result.payload
+        key = result.payload
+        last = self.latest_full
+        if last is not None and last.probe == key:
+            turn.record["screen_unchanged"] = True
+            return last
+        with turn.timer.phase("capture"):
+            shot = await self._capture.call(self.screen.grab)
+        shot.probe = key
         self.latest_full = shot
         return shot
 
@@ -476,8 +486,13 @@ class Session:
             if self.config.agent.observe_after_action:
                 self.prefetch_encode(shot)
             started = time.perf_counter()
-            changed_box, cursor_only = (None, False) if before is None else await asyncio.to_thread(change_box, before, shot)
-            changed = changed_box is not None if before is not None else True
+            if before is None:
+                changed_box, cursor_only = [0, 0, 1000, 1000], False
+            elif shot is before:
+                changed_box, cursor_only = None, False
+            else:
+                changed_box, cursor_only = await asyncio.to_thread(change_box, before, shot)
+            changed = changed_box is not None
             outcome.payload["changed"] = changed
             outcome.payload["changed_region"] = changed_box
             if cursor_only:
@@ -655,7 +670,7 @@ async def run_agent_async(
                 return InputController(backend)
 
         hands = await loop.run_in_executor(input_thread, hands_factory)
-        first = await capture.call(screen.grab)
+        first = await capture.call(screen.grab)  # the mapping tools start with
         ctx = ToolContext(
             hands=hands,
             mapping=first.mapping,

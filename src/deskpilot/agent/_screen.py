@@ -1,9 +1,15 @@
 """The agent's eyes: screenshots as the model sees them, their mapping, and what changed.
 
 :class:`Screen` is the seam between the loop and :class:`deskpilot.capture.Capturer`
-(unit tests plug in a synthetic screen). Every call is blocking and thread-bound (an
+(unit tests plug in a simulated desktop). Every call is blocking and thread-bound (an
 X connection or GDI DC belongs to the thread that made it), so the loop runs all of
 them on one capture thread.
+
+Two ways to look: :meth:`Screen.probe` is the cheap one used while waiting for the
+screen to settle (a digest of the raw pixels, no cursor, no resize, plus where the
+pointer is); :meth:`Screen.grab` makes the image the model sees. A probe equal to the
+one taken with the last image means that image is still what the screen shows, so it
+is reused without grabbing or encoding again.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import numpy.typing as npt
 from deskpilot import imaging
 from deskpilot.geometry import NORM_MAX, Mapping, Rect
 
-__all__ = ["CapturerScreen", "Screen", "Shot", "change_box", "expand_rect"]
+__all__ = ["CapturerScreen", "Probe", "Screen", "Shot", "change_box", "expand_rect"]
 
 U8 = npt.NDArray[np.uint8]
 
@@ -34,19 +40,29 @@ class Shot:
 
     rgb: U8
     mapping: Mapping
-    digest: int
+    digest: int  # of ``rgb`` (cursor drawn in): the key of its encoded PNG
     cursor: tuple[int, int] | None = None  # pointer position, physical pixels
     zoomed: bool = False
+    #: The :meth:`Screen.probe` value of the screen this shot shows (set by the loop).
+    probe: Probe | None = None
 
     @property
     def size(self) -> tuple[int, int]:
         return (self.mapping.image_width, self.mapping.image_height)
 
 
+#: ``(digest of the raw pixels without cursor, pointer position or None)``.
+Probe = tuple[int, "tuple[int, int] | None"]
+
+
 class Screen(Protocol):
     """A source of :class:`Shot` s for one working area (monitor)."""
 
     monitor: int
+
+    def probe(self) -> Probe:
+        """Cheap: digest of the raw working area (no cursor, no resize) and the pointer."""
+        ...
 
     def grab(self) -> Shot:
         """The working area at the configured model image size, cursor drawn if enabled."""
@@ -70,14 +86,20 @@ class CapturerScreen:
         backend: str = "auto",
         cursor: bool = True,
     ) -> None:
-        import deskpilot.capture as capture
+        from deskpilot.capture import Capturer
 
         self.monitor = monitor
         self.size = size
-        # getattr: the facade lands in deskpilot.capture; the agent only needs this call.
-        capturer_cls: Any = getattr(capture, "Capturer")  # noqa: B009
-        self._capturer: Any = capturer_cls(backend=backend, monitor=monitor, cursor=cursor)
-        self._capturer.__enter__()
+        self.cursor = cursor
+        self._capturer = Capturer(backend=backend, monitor=monitor, cursor=cursor)
+
+    def probe(self) -> Probe:
+        digest = self._capturer.digest()
+        pointer = None
+        if self.cursor:
+            image = self._capturer.backend.cursor()
+            pointer = image.position if image is not None else None
+        return (digest, pointer)
 
     def grab(self) -> Shot:
         frame = self._capturer.grab(size=self.size)
@@ -94,7 +116,7 @@ class CapturerScreen:
         return Shot(rgb, mapping, imaging.frame_digest(rgb), _cursor(frame), zoomed=True)
 
     def close(self) -> None:
-        self._capturer.__exit__(None, None, None)
+        self._capturer.close()
 
 
 def _cursor(frame: Any) -> tuple[int, int] | None:
@@ -135,6 +157,9 @@ def change_box(before: Shot, after: Shot) -> tuple[list[int] | None, bool]:
     """
     if before.rgb.shape != after.rgb.shape:
         return [0, 0, NORM_MAX, NORM_MAX], False
+    if before.probe is not None and after.probe is not None and before.probe[0] == after.probe[0]:
+        # Same raw pixels (the probe digest has no cursor in it): only the pointer moved, if anything.
+        return None, before.probe[1] != after.probe[1]
     if before.digest == after.digest:
         return None, False
     region = imaging.changed_region(before.rgb, after.rgb)

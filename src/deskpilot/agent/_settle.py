@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -46,7 +46,7 @@ class SettlePolicy:
 @dataclass(frozen=True, slots=True)
 class SettleResult(Generic[T]):
     payload: T
-    digest: int
+    digest: Hashable
     polls: int
     stable: bool  # two consecutive probes matched (False: timed out, or fixed/none mode)
     waited_s: float
@@ -55,11 +55,12 @@ class SettleResult(Generic[T]):
         return {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
 
 
-Probe = Callable[[], Awaitable[tuple[int, T]]]
+Probe = Callable[[], Awaitable[tuple[Hashable, T]]]
 
 
 async def settle(probe: Probe[T], policy: SettlePolicy) -> SettleResult[T]:
-    """Poll ``probe`` (``-> (digest, payload)``) until the screen is stable or ``max_s``.
+    """Poll ``probe`` (``-> (digest, payload)``; any comparable digest) until the screen
+    is stable or ``max_s``.
 
     Cancellation (Ctrl+C) propagates from the sleeps and the probe immediately.
     """

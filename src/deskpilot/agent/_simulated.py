@@ -85,6 +85,9 @@ class SimulatedDesktop:
                 img[y + h - 8 : y + h, x : x + w] = (0, 160, 0)
         return img
 
+    def probe(self) -> tuple[int, tuple[int, int] | None]:
+        return imaging.frame_digest(self.render()), self.pointer
+
     def grab(self) -> Shot:
         self.grabs += 1
         rgb = imaging.downscale(self.render(), self.image_size)
