@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -54,7 +54,7 @@ def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
             raise CaptureError("the gdi capture backend needs Windows; use backend='mss'", platform=sys.platform)
         from deskpilot.capture._gdi import GdiBackend
 
-        return cast(CaptureBackend, GdiBackend())
+        return GdiBackend()
     raise ConfigError(f"unknown capture backend {name!r} (one of {', '.join(BACKENDS)})", backend=name)
 
 

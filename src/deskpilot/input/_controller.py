@@ -54,9 +54,9 @@ def make_backend(name: str) -> InputBackend:
 
         return XTestBackend()
     if name == "sendinput":
-        from deskpilot.input._sendinput import SendInputBackend  # type: ignore[import-not-found,unused-ignore]
+        from deskpilot.input._sendinput import SendInputBackend
 
-        return cast(InputBackend, SendInputBackend())
+        return SendInputBackend()
     raise InputArgumentError(f"unknown input backend {name!r} (one of {', '.join(BACKENDS)})", backend=name)
 
 
