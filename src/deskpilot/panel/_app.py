@@ -1,0 +1,181 @@
+"""The panel's HTTP API (seed 004) as a Starlette app.
+
+==========================  =================================================================
+``GET /``                   the panel page (static/panel.html, .js, .css)
+``GET /config``             ``{"ui": UI_CONFIG, "capture_width", "capture_height", "annotate", ...}``
+``GET /state``              the engine state; ``?images=0`` leaves out ``raw_b64``
+``GET /raw.png``            this turn's screenshot; ``/annotated.png`` its annotated version
+``POST /inject``            ``{"vlm_text": "<model output>"}`` -> 202, queued for the engine
+``POST /annotated``         ``{"seq": N, "image_b64": "<png>"}`` -> 200; 409 when N is not the
+                            pending seq (the engine keeps waiting)
+==========================  =================================================================
+
+Bad bodies get a JSON error: 400 (not JSON), 413 (too large), 415 (not JSON content),
+422 (JSON of the wrong shape or an image that is not the screenshot's size). Unlike the
+seed there are no permissive CORS headers: the page is served from the same origin, and
+a cross-site page must not be able to drive the desktop.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import importlib.resources
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from deskpilot.panel._state import AnnotationRejected, PanelState
+
+__all__ = ["MAX_ANNOTATED_BYTES", "MAX_INJECT_BYTES", "create_app"]
+
+#: Request body limits (a 4K PNG in base64 is well under 32 MB).
+MAX_INJECT_BYTES = 1 << 20
+MAX_ANNOTATED_BYTES = 32 << 20
+
+_STATIC = {
+    "panel.js": "text/javascript; charset=utf-8",
+    "panel.css": "text/css; charset=utf-8",
+}
+_NO_CACHE = {"Cache-Control": "no-store"}
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(
+        orjson.dumps(body), status_code=status, media_type="application/json", headers=_NO_CACHE
+    )
+
+
+def _error(status: int, message: str, **extra: Any) -> Response:
+    return _json({"ok": False, "error": message, **extra}, status)
+
+
+def _static_text(name: str) -> bytes:
+    return importlib.resources.files("deskpilot.panel").joinpath("static", name).read_bytes()
+
+
+async def _read_json(request: Request, limit: int) -> dict[str, Any]:
+    content_type = (
+        request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    )
+    if content_type not in ("application/json", "text/plain", ""):
+        raise _HTTPError(415, f"send the body as application/json, not {content_type}")
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _HTTPError(413, f"body of {declared} bytes is over the limit of {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _HTTPError(413, f"body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        data = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise _HTTPError(400, f"body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise _HTTPError(422, f"body must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _handler(
+    fn: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await fn(request)
+        except _HTTPError as exc:
+            return _error(exc.status, exc.message, **exc.extra)
+
+    return wrapped
+
+
+def create_app(state: PanelState) -> Starlette:
+    """The panel app over one engine state."""
+
+    async def index(request: Request) -> Response:
+        return Response(
+            _static_text("panel.html"), media_type="text/html; charset=utf-8", headers=_NO_CACHE
+        )
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        media = _STATIC.get(name)
+        if media is None:
+            return _error(404, f"no static file {name!r}")
+        return Response(_static_text(name), media_type=media, headers=_NO_CACHE)
+
+    async def config(request: Request) -> Response:
+        return _json({**state.config_payload, "annotate": state.annotate})
+
+    async def get_state(request: Request) -> Response:
+        images = request.query_params.get("images", "1").lower() not in ("0", "false", "no")
+        return _json(state.snapshot(images=images))
+
+    async def image(request: Request) -> Response:
+        which = "raw" if request.url.path.endswith("/raw.png") else "annotated"
+        data = state.image(which)
+        if data is None:
+            return _error(404, f"no {which} image yet")
+        return Response(data, media_type="image/png", headers=_NO_CACHE)
+
+    async def inject(request: Request) -> Response:
+        data = await _read_json(request, MAX_INJECT_BYTES)
+        text = data.get("vlm_text")
+        if not isinstance(text, str):
+            raise _HTTPError(422, 'body needs "vlm_text": a string with the model output to inject')
+        queued = state.inject(text)
+        return _json({"ok": True, "queued": queued}, 202)
+
+    async def annotated(request: Request) -> Response:
+        data = await _read_json(request, MAX_ANNOTATED_BYTES)
+        seq = data.get("seq")
+        image_b64 = data.get("image_b64")
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise _HTTPError(422, 'body needs "seq": the integer pending_seq from /state')
+        if not isinstance(image_b64, str) or not image_b64:
+            raise _HTTPError(422, 'body needs "image_b64": the annotated PNG in base64')
+        if image_b64.startswith("data:"):
+            image_b64 = image_b64.partition(",")[2]
+        try:
+            png = base64.b64decode(image_b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise _HTTPError(422, "image_b64 is not valid base64") from None
+        try:
+            state.submit_annotation(seq, png)
+        except AnnotationRejected as exc:
+            raise _HTTPError(exc.status, str(exc), pending_seq=state.pending_seq) from None
+        return _json({"ok": True, "seq": seq})
+
+    routes = [
+        Route("/", _handler(index), methods=["GET"]),
+        Route("/static/{name}", _handler(static), methods=["GET"]),
+        Route("/config", _handler(config), methods=["GET"]),
+        Route("/state", _handler(get_state), methods=["GET"]),
+        Route("/raw.png", _handler(image), methods=["GET"]),
+        Route("/annotated.png", _handler(image), methods=["GET"]),
+        Route("/inject", _handler(inject), methods=["POST"]),
+        Route("/annotated", _handler(annotated), methods=["POST"]),
+    ]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        return _error(status, str(detail))
+
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
