@@ -487,3 +487,73 @@ def test_testserver_command_serves_a_script(tmp_path):
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+# -- the HTTP layer, byte by byte ----------------------------------------------------------
+
+def _raw_exchange(server: ModelServer, data: bytes, *, pieces: int = 1, read_until_close: bool = False) -> bytes:
+    import time
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        step = max(1, len(data) // pieces)
+        for i in range(0, len(data), step):
+            sock.sendall(data[i:i + step])
+            if pieces > 1:
+                time.sleep(0.001)
+        if not read_until_close:
+            sock.shutdown(socket.SHUT_WR)
+        out = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return out
+            out += chunk
+
+
+def _post_bytes(payload: bytes, *, extra_headers: str = "") -> bytes:
+    return (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n{extra_headers}\r\n").encode() + payload
+
+
+def test_pipelined_requests_are_answered_in_order():
+    small = orjson.dumps(_request([{"role": "user", "content": "x"}]))
+    with ModelServer(ScriptedPolicy(["first", "second"])) as server:
+        out = _raw_exchange(server, _post_bytes(small) + _post_bytes(small, extra_headers="Connection: close\r\n"))
+        assert out.count(b"HTTP/1.1 200 OK") == 2
+        assert out.index(b"first") < out.index(b"second")
+        assert server.connections_opened == 1
+
+
+def test_body_arriving_in_small_pieces_and_chunked_encoding_split_anywhere():
+    payload = body()
+    with ModelServer(ScriptedPolicy(["a", "b"])) as server:
+        out = _raw_exchange(server, _post_bytes(payload, extra_headers="Connection: close\r\n"), pieces=50)
+        assert b"HTTP/1.1 200 OK" in out
+        chunked = b"".join(b"%x\r\n%b\r\n" % (len(payload[i:i + 777]), payload[i:i + 777])
+                           for i in range(0, len(payload), 777)) + b"0\r\n\r\n"
+        head = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                b"Connection: close\r\n\r\n")
+        out = _raw_exchange(server, head + chunked, pieces=37)
+        assert b"HTTP/1.1 200 OK" in out
+        assert [r.problems for r in server.requests] == [[], []]
+        assert server.requests[1].image_count == 1
+
+
+def test_malformed_http_gets_a_clear_status():
+    with ModelServer(ScriptedPolicy([])) as server:
+        assert _raw_exchange(server, b"GARBAGE\r\n\r\n").startswith(b"HTTP/1.1 400")
+        bad_length = b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: nope\r\n\r\n"
+        assert b"bad content-length" in _raw_exchange(server, bad_length)
+        huge = b"GET /health HTTP/1.1\r\nX-Pad: " + b"a" * 300_000 + b"\r\n\r\n"
+        assert _raw_exchange(server, huge, read_until_close=True).startswith(b"HTTP/1.1 431")
+
+
+def test_escaped_payloads_still_validate():
+    # Encoders that escape "/" as "\/" cannot be cut out of the raw bytes: parsed normally.
+    h = History()
+    h.add_observation(make_png())
+    escaped = h.build_request(model="m").replace(b"/", b"\\/")
+    with ModelServer(ScriptedPolicy(["ok"])) as server:
+        assert post(server, escaped).status_code == 200
+        assert server.requests[0].image_count == 1
+        assert server.requests[0].last_image.data.startswith(b"\x89PNG")

@@ -92,3 +92,18 @@ def test_in_directory_uses_seed_name(tmp_path):
     with ExchangeLog.in_directory(tmp_path) as log:
         assert log.path.name.startswith("agent_run_") and log.path.suffix == ".jsonl"
     assert log.closed
+
+
+def test_text_mentioning_data_urls_and_escaped_payloads_survive():
+    body = orjson.dumps({"messages": [
+        {"role": "system", "content": "images come as data:image/png URLs; see data:text"},
+        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}}]},
+    ]})
+    out = sanitize_request_body(body)
+    assert out["messages"][0]["content"] == "images come as data:image/png URLs; see data:text"
+    assert out["messages"][1]["content"][0]["image_url"]["url"].endswith(f"len:{len(B64)}>")
+    escaped = body.replace(b"/", b"\\/")  # some encoders escape slashes
+    out = sanitize_request_body(escaped)
+    assert out["messages"][1]["content"][0]["image_url"]["url"] == (
+        f"data:image/png;base64,<sha256:{DIGEST} len:{len(B64)}>")
+    assert out["messages"][0]["content"].startswith("images come as data:image/png URLs")

@@ -47,7 +47,6 @@ __all__ = [
     "summarize_data_image_url",
 ]
 
-_DATA_PREFIX = b"data:"
 _BASE64_MARK = b";base64,"
 _SENSITIVE_HEADERS = frozenset({"authorization", "proxy-authorization", "api-key", "x-api-key", "cookie"})
 
@@ -101,34 +100,34 @@ _DEFAULT_CACHE = _DigestCache()
 
 
 def _replace_data_urls(body: bytes, cache: _DigestCache) -> tuple[bytes, int]:
-    """Cut base64 payloads of data URLs out of a JSON body; returns (body, images)."""
+    """Cut base64 payloads of data URLs (JSON strings starting with ``data:``) out of a JSON
+    body; returns (body, images). Payloads with JSON escapes are left to the parser."""
     if _BASE64_MARK not in body:
         return body, 0
     view = memoryview(body)
     out: list[bytes | memoryview] = []
-    pos = 0
+    copied = 0  # body[:copied] is already in out
+    search = 0
     images = 0
     while True:
-        start = body.find(_DATA_PREFIX, pos)
+        start = body.find(b'"data:', search)
         if start < 0:
             break
         mark = body.find(_BASE64_MARK, start, start + 200)
-        if mark < 0:
-            pos = start + len(_DATA_PREFIX)
+        end = body.find(b'"', start + 1)
+        if mark < 0 or end < 0 or end < mark:
+            search = start + 6
             continue
+        search = end + 1
         payload_start = mark + len(_BASE64_MARK)
-        end = body.find(b'"', payload_start)
-        if end < 0:
-            break
-        payload = view[payload_start:end]
-        # JSON-escaped slashes ("\/") never appear in orjson output; other encoders'
-        # bodies still get a digest of what was sent, which is what a log should show.
-        digest = cache.digest(payload)
-        out.append(view[pos:payload_start])
+        if body.find(b"\\", payload_start, end) >= 0:
+            continue
+        digest = cache.digest(view[payload_start:end])
+        out.append(view[copied:payload_start])
         out.append(f"<sha256:{digest} len:{end - payload_start}>".encode())
-        pos = end
+        copied = end
         images += 1
-    out.append(view[pos:])
+    out.append(view[copied:])
     return b"".join(out), images
 
 
@@ -136,7 +135,7 @@ def sanitize_value(value: Any, *, max_text: int = 2000) -> Any:
     """Recursively summarize data URLs and cut long strings in a decoded JSON value."""
     if isinstance(value, str):
         if value.startswith("data:") and ";base64," in value[:200]:
-            return summarize_data_image_url(value)
+            return value if ";base64,<sha256:" in value[:200] else summarize_data_image_url(value)
         if len(value) > max_text:
             return value[:max_text] + f"... <truncated, {len(value)} chars>"
         return value
@@ -144,18 +143,6 @@ def sanitize_value(value: Any, *, max_text: int = 2000) -> Any:
         return {k: sanitize_value(v, max_text=max_text) for k, v in value.items()}
     if isinstance(value, list):
         return [sanitize_value(v, max_text=max_text) for v in value]
-    return value
-
-
-def _cut_text(value: Any, max_text: int) -> Any:
-    if isinstance(value, str):
-        if len(value) > max_text and not (value.startswith("data:") and ";base64,<sha256:" in value):
-            return value[:max_text] + f"... <truncated, {len(value)} chars>"
-        return value
-    if isinstance(value, dict):
-        return {k: _cut_text(v, max_text) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_cut_text(v, max_text) for v in value]
     return value
 
 
@@ -173,7 +160,7 @@ def sanitize_request_body(
         excerpt = small[:max_text].decode("utf-8", "replace")
         return {"unparsed_body": excerpt, "bytes": len(body)}
     if not isinstance(request, dict):
-        return {"unparsed_body": _cut_text(request, max_text), "bytes": len(body)}
+        return {"unparsed_body": sanitize_value(request, max_text=max_text), "bytes": len(body)}
     out: dict[str, Any] = {}
     for key, value in request.items():
         if key == "tools" and isinstance(value, list):
@@ -183,7 +170,7 @@ def sanitize_request_body(
                 names.append(fn.get("name") if isinstance(fn, dict) else "?")
             out["tools"] = {"names": names, "bytes": len(orjson.dumps(value))}
         else:
-            out[key] = _cut_text(value, max_text)
+            out[key] = sanitize_value(value, max_text=max_text)
     out["_bytes"] = len(body)
     out["_images"] = images
     return out

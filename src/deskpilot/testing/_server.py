@@ -30,13 +30,18 @@ from typing import Any
 
 import orjson
 
+from deskpilot.testing._http import HTTPConnection, Request, ResponseWriter
 from deskpilot.testing._policies import Policy, resolve_reply
 from deskpilot.testing._replies import Fault, Reply
-from deskpilot.testing._validate import ImageInfo, validate_chat_request
+from deskpilot.testing._validate import (
+    ImageInfo,
+    extract_data_urls,
+    summarize_image_urls,
+    validate_chat_request,
+)
 
 __all__ = ["ModelServer", "RecordedRequest", "serve"]
 
-_MAX_BODY = 256 * 1024 * 1024
 _CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
 
@@ -99,24 +104,6 @@ class RecordedRequest:
     @property
     def roles(self) -> list[str]:
         return [str(m.get("role")) for m in self.messages if isinstance(m, dict)]
-
-
-def _summarize_images(body: Any) -> None:
-    """Replace image data URLs in a decoded body, in place, by their digest summary."""
-    from deskpilot.agent._exchange_log import summarize_data_image_url
-
-    messages = body.get("messages") if isinstance(body, dict) else None
-    if not isinstance(messages, list):
-        return
-    for msg in messages:
-        content = msg.get("content") if isinstance(msg, dict) else None
-        if not isinstance(content, list):
-            continue
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("image_url"), dict):
-                url = part["image_url"].get("url")
-                if isinstance(url, str) and url.startswith("data:"):
-                    part["image_url"]["url"] = summarize_data_image_url(url)
 
 
 def _status_line(status: int) -> bytes:
@@ -204,8 +191,7 @@ class ModelServer:
         self.connections_opened = 0
         self._counter = itertools.count(1)
         self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._connections: set[HTTPConnection] = set()
         self._port = 0
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -239,9 +225,9 @@ class ModelServer:
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("the server is already started")
-        self._server = await asyncio.start_server(
-            self._connection, self.host, self._requested_port, limit=256 * 1024, backlog=128,
-        )
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, self.host, self._requested_port,
+                                                backlog=128)
         self._port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:
@@ -249,14 +235,28 @@ class ModelServer:
         if server is None:
             return
         server.close()
-        for writer in list(self._writers):
-            writer.transport.abort()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        tasks = []
+        for conn in list(self._connections):
+            if conn.task is not None and not conn.task.done():
+                conn.task.cancel()
+                tasks.append(conn.task)
+            if conn.transport is not None:
+                conn.transport.abort()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(server.wait_closed(), 2.0)
+
+    def _new_connection(self) -> HTTPConnection:
+        def opened(conn: HTTPConnection) -> None:
+            self.connections_opened += 1
+            self._connections.add(conn)
+
+        return HTTPConnection(
+            self._handle, on_open=opened, on_close=self._connections.discard,
+            error_response=lambda status, message: _json_response(
+                status, _error_body(status, message), keep_alive=False),
+        )
 
     async def __aenter__(self) -> ModelServer:
         await self.start()
@@ -317,87 +317,12 @@ class ModelServer:
             loop.close()
 
     # -- HTTP ----------------------------------------------------------------------------
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.add(task)
-        self._writers.add(writer)
-        self.connections_opened += 1
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
-                except asyncio.LimitOverrunError:
-                    writer.write(_json_response(431, _error_body(431, "request headers too large"),
-                                                keep_alive=False))
-                    break
-                lines = head[:-4].decode("latin-1").split("\r\n")
-                try:
-                    method, target, version = lines[0].split(" ", 2)
-                except ValueError:
-                    writer.write(_json_response(400, _error_body(400, "bad request line"), keep_alive=False))
-                    break
-                headers: dict[str, str] = {}
-                for line in lines[1:]:
-                    key, _, value = line.partition(":")
-                    headers[key.strip().lower()] = value.strip()
-                try:
-                    body = await self._read_body(reader, headers)
-                except ValueError as exc:
-                    writer.write(_json_response(400, _error_body(400, str(exc)), keep_alive=False))
-                    break
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
-                keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                path = target.split("?", 1)[0]
-                keep_alive = await self._dispatch(method, path, headers, body, writer, keep_alive)
-                if not keep_alive:
-                    break
-                await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            self._writers.discard(writer)
-            with contextlib.suppress(Exception):
-                writer.close()
-            if task is not None:
-                self._tasks.discard(task)
+    async def _handle(self, request: Request, writer: ResponseWriter) -> bool:
+        return await self._dispatch(request.method, request.path, request.headers, request.body,
+                                    writer, request.keep_alive)
 
-    async def _read_body(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            total = 0
-            while True:
-                size_line = await reader.readuntil(b"\r\n")
-                try:
-                    size = int(size_line.split(b";", 1)[0].strip(), 16)
-                except ValueError as exc:
-                    raise ValueError("bad chunk size in a chunked request body") from exc
-                if size == 0:
-                    # trailers until a blank line
-                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                        pass
-                    return b"".join(parts)
-                total += size
-                if total > _MAX_BODY:
-                    raise ValueError("request body too large")
-                parts.append(await reader.readexactly(size))
-                await reader.readexactly(2)
-        length = headers.get("content-length")
-        if not length:
-            return b""
-        try:
-            n = int(length)
-        except ValueError as exc:
-            raise ValueError(f"bad content-length {length!r}") from exc
-        if n < 0 or n > _MAX_BODY:
-            raise ValueError(f"content-length {n} out of range")
-        return await reader.readexactly(n) if n else b""
-
-    async def _dispatch(self, method: str, path: str, headers: dict[str, str], body: bytes,
-                        writer: asyncio.StreamWriter, keep_alive: bool) -> bool:
+    async def _dispatch(self, method: str, path: str, headers: dict[str, str], body: bytes | bytearray,
+                        writer: ResponseWriter, keep_alive: bool) -> bool:
         if path in _CHAT_PATHS:
             if method != "POST":
                 writer.write(_json_response(405, _error_body(405, f"use POST for {path}"),
@@ -424,25 +349,28 @@ class ModelServer:
         falling = len(self.requests) - 1 - self.keep_images
         if 0 <= falling < len(self.requests):
             for image in self.requests[falling].images:
-                image.data = None
+                image.release()
         if self.max_records is not None and len(self.requests) > self.max_records:
             del self.requests[: len(self.requests) - self.max_records]
 
-    async def _chat(self, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter,
+    async def _chat(self, headers: dict[str, str], raw: bytes | bytearray, writer: ResponseWriter,
                     keep_alive: bool, path: str) -> bool:
         index = next(self._counter)
         problems: list[str] = []
         images: list[ImageInfo] = []
+        small, extracted = extract_data_urls(raw)
+        memo: dict[int, Any] = {}
         try:
-            body: Any = orjson.loads(raw)
+            body: Any = orjson.loads(small)
         except orjson.JSONDecodeError as exc:
             body = None
             problems.append(f"request body is not JSON ({exc})")
         if body is not None and self.validate:
-            problems, images = validate_chat_request(body, model=self.model)
+            problems, images = validate_chat_request(body, model=self.model, extracted=extracted,
+                                                     keep_image_data=self.keep_images > 0, memo=memo)
         elif body is not None and not isinstance(body, dict):
             problems.append("request body must be a JSON object")
-        _summarize_images(body)
+        summarize_image_urls(body, extracted, memo)
         safe_headers = {k: ("<redacted>" if k in ("authorization", "api-key", "x-api-key") else v)
                         for k, v in headers.items()}
         record = RecordedRequest(
@@ -545,7 +473,7 @@ class ModelServer:
                           + b"\n\n")
         return events
 
-    async def _write_stream(self, reply: Reply, record: RecordedRequest, writer: asyncio.StreamWriter,
+    async def _write_stream(self, reply: Reply, record: RecordedRequest, writer: ResponseWriter,
                             keep_alive: bool, *, cut_after: int | None = None, done: bool = True) -> None:
         head = _head(200, {"content-type": "text/event-stream", "cache-control": "no-cache",
                            "transfer-encoding": "chunked"}, keep_alive=keep_alive)
@@ -555,7 +483,7 @@ class ModelServer:
         if cut_after is not None:
             writer.write(head + b"".join(_chunk(e) for e in events[:cut_after]))
             await writer.drain()
-            writer.transport.abort()
+            writer.abort()
             return
         if reply.chunk_delay <= 0:
             writer.write(head + b"".join(_chunk(e) for e in events) + b"0\r\n\r\n")
@@ -567,7 +495,7 @@ class ModelServer:
             await asyncio.sleep(reply.chunk_delay)
         writer.write(b"0\r\n\r\n")
 
-    async def _fault(self, fault: Fault, record: RecordedRequest, writer: asyncio.StreamWriter,
+    async def _fault(self, fault: Fault, record: RecordedRequest, writer: ResponseWriter,
                      keep_alive: bool) -> bool:
         record.reply = {"fault": fault.kind, "status": fault.status}
         kind = fault.kind
@@ -582,7 +510,7 @@ class ModelServer:
             if fault.delay > 0:
                 await asyncio.sleep(fault.delay)
             record.status = None
-            writer.transport.abort()
+            writer.abort()
             return False
         if kind in ("invalid_json", "wrong_content_type", "empty_choices"):
             record.status = 200
@@ -607,7 +535,7 @@ class ModelServer:
                 writer.write(_head(200, {"content-type": "application/json", "content-length": str(len(body))},
                                    keep_alive=keep_alive) + body[: len(body) // 2])
                 await writer.drain()
-                writer.transport.abort()
+                writer.abort()
             return False
         if kind == "no_done":
             if record.stream:

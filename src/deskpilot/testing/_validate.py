@@ -26,28 +26,77 @@ import binascii
 import hashlib
 import re
 import struct
-from dataclasses import dataclass
+import threading
+import zlib
+from collections import OrderedDict
 from typing import Any
 
 import orjson
 
-__all__ = ["ImageInfo", "validate_chat_request"]
+__all__ = [
+    "ImageInfo",
+    "describe_image",
+    "extract_data_urls",
+    "summarize_image_urls",
+    "validate_chat_request",
+]
 
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-@dataclass(slots=True)
 class ImageInfo:
-    """An image found in a request: where, what size, and its bytes (until released)."""
+    """An image found in a request: where, what size, its digest, and its bytes.
 
-    message_index: int
-    mime: str
-    width: int
-    height: int
-    nbytes: int
-    sha256: str
-    data: bytes | None = None
+    ``sha256`` and ``b64_length`` describe the base64 text, exactly like the agent's
+    exchange log and run log summaries (``data:image/png;base64,<sha256:HEX len:N>``), so
+    a test can match them. ``data`` (the decoded image) is decoded on first use from the
+    kept base64 text; :meth:`release` drops both (the server keeps them only for its
+    newest requests).
+    """
+
+    __slots__ = ("_data", "_payload", "b64_length", "height", "message_index", "mime", "nbytes",
+                 "sha256", "width")
+
+    def __init__(self, message_index: int, mime: str, width: int, height: int, nbytes: int,
+                 sha256: str, b64_length: int, payload: bytes | memoryview | None = None) -> None:
+        self.message_index = message_index
+        self.mime = mime
+        self.width = width
+        self.height = height
+        self.nbytes = nbytes
+        self.sha256 = sha256
+        self.b64_length = b64_length
+        self._payload = payload
+        self._data: bytes | None = None
+
+    @property
+    def data(self) -> bytes | None:
+        """The decoded image bytes, or ``None`` once released."""
+        if self._data is None and self._payload is not None:
+            self._data = _b64decode(self._payload)
+        return self._data
+
+    def release(self) -> None:
+        self._payload = None
+        self._data = None
+
+    @property
+    def summary(self) -> str:
+        return f"data:{self.mime};base64,<sha256:{self.sha256} len:{self.b64_length}>"
+
+    def __repr__(self) -> str:
+        return (f"ImageInfo(message_index={self.message_index}, mime={self.mime!r}, "
+                f"size={self.width}x{self.height}, nbytes={self.nbytes}, sha256={self.sha256[:12]}...)")
+
+
+def _b64decode(payload: bytes | memoryview) -> bytes:
+    # binascii's strict mode (3.11+) validates at C speed; base64.b64decode(validate=True)
+    # runs a regex over the whole payload (~30 ms per MB).
+    try:
+        return binascii.a2b_base64(payload, strict_mode=True)  # type: ignore[call-arg,unused-ignore]
+    except TypeError:  # Python 3.10: no strict_mode
+        return base64.b64decode(bytes(payload), validate=True)
 
 
 def _image_size(mime: str, data: bytes) -> tuple[int, int] | str:
@@ -60,7 +109,7 @@ def _image_size(mime: str, data: bytes) -> tuple[int, int] | str:
         crc = binascii.crc32(data[12:29]) & 0xFFFFFFFF
         if struct.unpack(">I", data[29:33])[0] != crc:
             return "PNG IHDR chunk has a bad CRC"
-        if not data.rstrip(b"\x00").endswith(b"IEND\xaeB`\x82"):
+        if data[-12:] != b"\x00\x00\x00\x00IEND\xaeB`\x82":
             return "PNG is truncated (no IEND chunk at the end)"
         return width, height
     if data.startswith(b"\xff\xd8"):
@@ -79,15 +128,114 @@ def _image_size(mime: str, data: bytes) -> tuple[int, int] | str:
     return f"image data is neither PNG nor JPEG (declared {mime})"
 
 
+# (mime, base64 length, crc32 of the base64 text) -> (width, height, nbytes, sha256) or a problem.
+# An agent resends the same screenshots turn after turn: each is decoded and hashed once.
+# zlib.crc32 (~0.25 ms per MB; binascii's is 4x slower) covers every byte, so a corrupted
+# resend is checked again.
+_DESCRIBED: OrderedDict[tuple[str, int, int], tuple[int, int, int, str] | str] = OrderedDict()
+_DESCRIBED_MAX = 64
+_DESCRIBED_LOCK = threading.Lock()
+
+
+def describe_image(mime: str, payload: bytes | memoryview,
+                   memo: dict[int, tuple[int, int, int, str] | str] | None = None
+                   ) -> tuple[int, int, int, str] | str:
+    """``(width, height, decoded bytes, sha256 of the base64 text)`` of a base64 image, or
+    a problem string (not base64, not PNG/JPEG, truncated...). ``memo`` (keyed by the
+    payload object's id) saves the checksum when one request looks at a payload twice."""
+    if memo is not None and id(payload) in memo:
+        return memo[id(payload)]
+    result = _describe(mime, payload)
+    if memo is not None:
+        memo[id(payload)] = result
+    return result
+
+
+def _describe(mime: str, payload: bytes | memoryview) -> tuple[int, int, int, str] | str:
+    key = (mime, len(payload), zlib.crc32(payload))
+    with _DESCRIBED_LOCK:
+        hit = _DESCRIBED.get(key)
+        if hit is not None:
+            _DESCRIBED.move_to_end(key)
+            return hit
+    result: tuple[int, int, int, str] | str
+    try:
+        data = _b64decode(payload)
+    except (binascii.Error, ValueError) as exc:
+        result = f"image base64 does not decode ({exc})"
+    else:
+        size = _image_size(mime, data)
+        result = size if isinstance(size, str) else (size[0], size[1], len(data), hashlib.sha256(payload).hexdigest())
+    with _DESCRIBED_LOCK:
+        _DESCRIBED[key] = result
+        if len(_DESCRIBED) > _DESCRIBED_MAX:
+            _DESCRIBED.popitem(last=False)
+    return result
+
+
+_MARK_PREFIX = "<deskpilot-image:"
+
+
+def extract_data_urls(raw: bytes | bytearray) -> tuple[bytes | bytearray, list[memoryview]]:
+    """Cut base64 payloads of data URLs out of a raw JSON body before it is parsed.
+
+    Each payload is replaced by ``<deskpilot-image:N>``; returns the (much smaller) body and
+    the payloads, so a 3 MB request parses like a 3 KB one and no large Python ``str`` is
+    built. Payloads with JSON escapes are left in place (parsed the ordinary way).
+    """
+    if b";base64," not in raw:
+        return raw, []
+    view = memoryview(raw)
+    out: list[bytes | memoryview] = []
+    payloads: list[memoryview] = []
+    copied = 0  # raw[:copied] is already in out
+    search = 0
+    while True:
+        start = raw.find(b'"data:', search)
+        if start < 0:
+            break
+        mark = raw.find(b";base64,", start, start + 200)
+        quote = raw.find(b'"', start + 1)
+        if mark < 0 or quote < 0 or quote < mark:
+            search = start + 6
+            continue
+        payload_start = mark + 8
+        search = quote + 1
+        if raw.find(b"\\", payload_start, quote) >= 0:
+            continue
+        out.append(view[copied:payload_start])
+        out.append(f"{_MARK_PREFIX}{len(payloads)}>".encode())
+        payloads.append(view[payload_start:quote])
+        copied = quote
+    out.append(view[copied:])
+    return b"".join(out), payloads
+
+
+def _payload_of(url: str, extracted: list[memoryview] | None) -> bytes | memoryview | str:
+    """The base64 payload of a data URL (from the extraction or the string), or a problem."""
+    payload = url.partition(",")[2]
+    if extracted is not None and payload.startswith(_MARK_PREFIX) and payload.endswith(">"):
+        try:
+            return extracted[int(payload[len(_MARK_PREFIX):-1])]
+        except (ValueError, IndexError):
+            pass
+    try:
+        return payload.encode("ascii")
+    except UnicodeEncodeError:
+        return "image base64 has non-ASCII characters"
+
+
 def _check_image_url(url: Any, where: str, index: int, problems: list[str],
-                     images: list[ImageInfo], keep_data: bool) -> None:
+                     images: list[ImageInfo], keep_data: bool,
+                     extracted: list[memoryview] | None = None,
+                     memo: dict[int, tuple[int, int, int, str] | str] | None = None) -> None:
     if not isinstance(url, str) or not url:
         problems.append(f"{where}: image_url.url must be a non-empty string")
         return
     if not url.startswith("data:"):
         problems.append(f"{where}: image_url.url must be a data: URL (local servers cannot fetch {url[:60]!r})")
         return
-    head, mark, payload = url.partition(",")
+    head, mark, _ = url.partition(",")
     if not mark or not head.endswith(";base64"):
         problems.append(f"{where}: image data URL is not base64 ({head[:60]!r})")
         return
@@ -95,23 +243,49 @@ def _check_image_url(url: Any, where: str, index: int, problems: list[str],
     if not mime.startswith("image/"):
         problems.append(f"{where}: data URL MIME type {mime!r} is not an image")
         return
-    try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        problems.append(f"{where}: image base64 does not decode ({exc})")
+    payload = _payload_of(url, extracted)
+    if isinstance(payload, str):
+        problems.append(f"{where}: {payload}")
         return
-    size = _image_size(mime, data)
-    if isinstance(size, str):
-        problems.append(f"{where}: {size}")
+    described = describe_image(mime, payload, memo)
+    if isinstance(described, str):
+        problems.append(f"{where}: {described}")
         return
-    images.append(ImageInfo(
-        message_index=index, mime=mime, width=size[0], height=size[1], nbytes=len(data),
-        sha256=hashlib.sha256(data).hexdigest(), data=data if keep_data else None,
-    ))
+    width, height, nbytes, digest = described
+    # A memoryview into the request body: no copy; the body lives until release().
+    images.append(ImageInfo(index, mime, width, height, nbytes, digest, len(payload),
+                            payload if keep_data else None))
+
+
+def summarize_image_urls(body: Any, extracted: list[memoryview] | None = None,
+                         memo: dict[int, tuple[int, int, int, str] | str] | None = None) -> None:
+    """Replace every image data URL in a decoded body, in place, by its digest summary
+    (``data:<mime>;base64,<sha256:HEX len:N>``), resolving extracted payloads."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return
+    for msg in messages:
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            image_url: Any = part.get("image_url") if isinstance(part, dict) else None
+            url = image_url.get("url") if isinstance(image_url, dict) else None
+            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url[:200]:
+                continue
+            head = url.partition(",")[0]
+            payload = _payload_of(url, extracted)
+            if isinstance(payload, str):
+                continue
+            described = describe_image(head[5:-7], payload, memo)
+            digest = described[3] if not isinstance(described, str) else hashlib.sha256(payload).hexdigest()
+            image_url["url"] = f"{head},<sha256:{digest} len:{len(payload)}>"
 
 
 def _check_content_parts(content: list[Any], where: str, index: int, problems: list[str],
-                         images: list[ImageInfo], keep_data: bool) -> None:
+                         images: list[ImageInfo], keep_data: bool,
+                         extracted: list[memoryview] | None,
+                         memo: dict[int, tuple[int, int, int, str] | str] | None) -> None:
     if not content:
         problems.append(f"{where}: content list is empty")
     for j, part in enumerate(content):
@@ -128,7 +302,7 @@ def _check_content_parts(content: list[Any], where: str, index: int, problems: l
             if not isinstance(image_url, dict):
                 problems.append(f"{pw}: image_url part needs an object 'image_url'")
                 continue
-            _check_image_url(image_url.get("url"), pw, index, problems, images, keep_data)
+            _check_image_url(image_url.get("url"), pw, index, problems, images, keep_data, extracted, memo)
         else:
             problems.append(f"{pw}: unknown content part type {kind!r}")
 
@@ -176,9 +350,15 @@ def _check_tools(tools: Any, problems: list[str]) -> set[str]:
 
 
 def validate_chat_request(
-    body: Any, *, model: str | None = None, keep_image_data: bool = True
+    body: Any, *, model: str | None = None, keep_image_data: bool = True,
+    extracted: list[memoryview] | None = None,
+    memo: dict[int, tuple[int, int, int, str] | str] | None = None,
 ) -> tuple[list[str], list[ImageInfo]]:
-    """All problems of a decoded request body, and the images it carries."""
+    """All problems of a decoded request body, and the images it carries.
+
+    ``extracted``: the payloads :func:`extract_data_urls` cut out of the raw body (their
+    URLs in ``body`` hold ``<deskpilot-image:N>`` markers).
+    """
     problems: list[str] = []
     images: list[ImageInfo] = []
     if not isinstance(body, dict):
@@ -243,7 +423,7 @@ def validate_chat_request(
                 problems.append(f"{where}: system content must be a string")
         elif role == "user":
             if isinstance(content, list):
-                _check_content_parts(content, where, i, problems, images, keep_image_data)
+                _check_content_parts(content, where, i, problems, images, keep_image_data, extracted, memo)
             elif not isinstance(content, str):
                 problems.append(f"{where}: user content must be a string or a list of parts")
         elif role == "assistant":
