@@ -11,9 +11,11 @@ the events file, flushed as it happens (root/screen pixel coordinates)::
 
     {"type": "ready", "screen": [w, h], "window": [x, y, w, h],
      "widgets": {"target": [x, y, w, h], "entry": [x, y, w, h]}, "pid": N}
-    {"type": "press", "button": 1, "x": X, "y": Y, "widget": "target" | "entry" | "background" | ...}
+    {"type": "press" | "release", "button": 1, "x": X, "y": Y, "widget": "target" | "entry" | "background" | ...,
+     "state": N}    (press only; X buttons 4/5 are the wheel, 6/7 the horizontal wheel, which Tk 8.6
+                    reports as 4/5 with the Shift bit 1 in ``state``)
     {"type": "target_clicked", "x": X, "y": Y}
-    {"type": "key", "keysym": "Return", "char": "\\r", "widget": "entry"}
+    {"type": "key" | "key_release", "keysym": "Return", "char": "\\r", "widget": "entry"}
     {"type": "entry", "text": "..."}       every change of the field's text
     {"type": "submitted", "text": "..."}    Enter pressed in the field
 
@@ -83,7 +85,9 @@ class DemoApp:
 
         self.entry_var.trace_add("write", lambda *_: self.emit(type="entry", text=_join_surrogates(self.entry_var.get())))
         self.root.bind_all("<ButtonPress>", self._press, add="+")
-        self.root.bind_all("<KeyPress>", self._key, add="+")
+        self.root.bind_all("<KeyPress>", lambda e: self._key("key", e), add="+")
+        self.root.bind_all("<KeyRelease>", lambda e: self._key("key_release", e), add="+")
+        self.root.bind_all("<ButtonRelease>", self._release, add="+")
         self.entry.bind("<Return>", self._submit)
         self.entry.bind("<KP_Enter>", self._submit)
         threading.Thread(target=self._read_stdin, daemon=True).start()
@@ -111,7 +115,7 @@ class DemoApp:
 
     def _press(self, event: tk.Event[Any]) -> None:
         name = self.names.get(str(event.widget), "other")
-        self.emit(type="press", button=event.num, x=event.x_root, y=event.y_root, widget=name)
+        self.emit(type="press", button=event.num, x=event.x_root, y=event.y_root, widget=name, state=int(event.state))
         if name == "target" and event.num == 1:
             self.target.configure(background=CLICKED_COLOR)
             self.target_label.configure(background=CLICKED_COLOR)
@@ -119,9 +123,13 @@ class DemoApp:
             self.entry.focus_force()
             self.status.configure(text="target clicked: now type and press Enter")
 
-    def _key(self, event: tk.Event[Any]) -> None:
+    def _release(self, event: tk.Event[Any]) -> None:
+        name = self.names.get(str(event.widget), "other")
+        self.emit(type="release", button=event.num, x=event.x_root, y=event.y_root, widget=name)
+
+    def _key(self, kind: str, event: tk.Event[Any]) -> None:
         self.emit(
-            type="key",
+            type=kind,
             keysym=event.keysym,
             char=_join_surrogates(event.char) if event.char else "",
             widget=self.names.get(str(event.widget), "other"),

@@ -802,6 +802,7 @@ def _finish(
             "ended": round(time.time(), 3),
             **extra,
         }
+    summary["run_dir"] = str(runlog.path)
     try:
         runlog.flush()
         summary["run_log_errors"] = list(runlog.errors)

@@ -1,0 +1,78 @@
+"""The commands users run: `deskpilot demo` (starting its own Xvfb), `doctor`, `run --dry-run`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from deskpilot.agent import iter_turns, validate_run_dir
+from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+pytestmark = pytest.mark.x11
+
+
+def deskpilot(*args: str, env: dict[str, str] | None = None, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "deskpilot", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def test_demo_command_starts_its_own_display(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = deskpilot("demo", "--runs-dir", str(tmp_path / "runs"), "--image-size", "960x540", env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "started a virtual display (Xvfb)" in out
+    for line in ("PASS target clicked within its bounds", "PASS text typed exactly", "PASS Enter received"):
+        assert line in out
+    assert "outcome: answered" in out and "overhead" in out and "p95" in out
+    runs = list((tmp_path / "runs").iterdir())
+    assert len(runs) == 1 and validate_run_dir(runs[0]) == []
+    assert f"screenshots (4): {runs[0]}" in out.replace("\n", "")
+
+
+def test_doctor_passes_against_a_working_setup(xvfb: str, tmp_path: Path) -> None:
+    policy = ScriptedPolicy([Reply(tool_calls=[("report_color", {"color": "red"})])])
+    with ModelServer(policy, model="qwen3-vl-8b-instruct") as server:
+        proc = deskpilot("doctor", "--endpoint", server.endpoint, cwd=tmp_path, timeout=120)
+        request = server.requests[-1]
+    out = proc.stdout
+    for name in ("display", "capture", "input", "endpoint", "model", "images", "tools"):
+        assert any(line.split()[1:2] == [name] and line.split()[0] in ("PASS", "WARN") for line in out.splitlines()), out
+    assert "called report_color" in out
+    assert request.image_count == 1 and request.tool_names == ["report_color"]
+    assert proc.returncode == 0, out + proc.stderr
+
+
+def test_doctor_reports_a_missing_server(xvfb: str, tmp_path: Path) -> None:
+    proc = deskpilot("doctor", "--endpoint", "http://127.0.0.1:9/v1/chat/completions", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1
+    assert "FAIL endpoint" in " ".join(proc.stdout.split()) and "is LM Studio" in proc.stdout
+
+
+def test_run_dry_run_json(xvfb: str, tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[("click_element", {"label": "centre", "box": [500, 500]})]), "<think>ok</think>Finished."]
+    with ModelServer(ScriptedPolicy(script)) as server:
+        proc = deskpilot("run", "--endpoint", server.endpoint, "--dry-run", "--json", "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "640x360", "Click the centre", cwd=tmp_path)
+        assert server.problems == []
+    assert proc.returncode == 0, proc.stderr
+    summary = orjson.loads(proc.stdout)
+    assert summary["outcome"] == "answered" and summary["answer"] == "Finished."
+    turns = list(iter_turns(summary["run_dir"]))
+    assert turns[1]["action"] == {"kind": "click", "x": 960, "y": 540, "button": "left", "count": 1, "label": "centre"}
+    run_info = orjson.loads((Path(summary["run_dir"]) / "run.json").read_bytes())
+    assert run_info["config"]["agent"]["dry_run"] is True
+    assert run_info["config_sources"]["agent.dry_run"] == "flag agent.dry_run"
+
+
+def test_run_reports_bad_configuration(tmp_path: Path) -> None:
+    proc = deskpilot("run", "--dry-run", "x", env={**os.environ, "LMSTUDIO_TIMEOUT": "soon"}, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1
+    assert "LMSTUDIO_TIMEOUT" in proc.stderr and "Traceback" not in proc.stderr
+    proc = deskpilot("run", "seed001:9", cwd=tmp_path, timeout=60)
+    assert proc.returncode == 1 and "no scenario 9 in seed001" in proc.stderr
