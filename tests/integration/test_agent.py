@@ -4,7 +4,6 @@ local model server. Every tool is exercised against an app that records what it 
 from __future__ import annotations
 
 import ctypes
-import os
 import signal
 import subprocess
 import sys
