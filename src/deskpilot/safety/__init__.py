@@ -12,6 +12,13 @@
 """
 
 from deskpilot.safety._confirm import NoTerminalError, terminal_prompt
+from deskpilot.safety._guard import (
+    GuardedHands,
+    PolicyDenied,
+    SafetyGuard,
+    action_request,
+    run_guarded,
+)
 from deskpilot.safety._killswitch import (
     DEFAULT_HOTKEY,
     BudgetExhausted,
@@ -38,6 +45,7 @@ from deskpilot.safety._secrets import (
     find_secrets,
     luhn_valid,
 )
+from deskpilot.safety._settings import SETTINGS_SECTIONS, PolicySettings, SafetySettings
 from deskpilot.safety._window import (
     Win32WindowReader,
     WindowInfo,
@@ -51,14 +59,20 @@ __all__ = [
     "DEFAULT_DENY_WINDOWS",
     "DEFAULT_HOTKEY",
     "DETECTOR_NAMES",
+    "SETTINGS_SECTIONS",
     "ActionRequest",
     "BudgetExhausted",
     "Decision",
+    "GuardedHands",
     "KillSwitch",
     "NoTerminalError",
     "Policy",
+    "PolicyDenied",
+    "PolicySettings",
     "RedactOptions",
     "RunBudget",
+    "SafetyGuard",
+    "SafetySettings",
     "SecretDetector",
     "SecretMatch",
     "Trip",
@@ -69,6 +83,7 @@ __all__ = [
     "WindowReader",
     "X11WatchBackend",
     "X11WindowReader",
+    "action_request",
     "find_secrets",
     "luhn_valid",
     "mask_text",
@@ -77,5 +92,6 @@ __all__ = [
     "redact",
     "redact_lines",
     "redact_text",
+    "run_guarded",
     "terminal_prompt",
 ]

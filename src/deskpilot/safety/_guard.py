@@ -1,0 +1,369 @@
+"""Wiring the safety layer into a run: the policy hook, guarded hands, the kill switch.
+
+:class:`SafetyGuard` is what the agent loop holds for one run:
+
+- :meth:`SafetyGuard.check_action` is the tool layer's policy hook (``ToolContext.policy``):
+  it gets the action dict a tool is about to perform (``{"kind": "click", ...}``,
+  ``{"kind": "type", "text": ...}``, ``{"kind": "key", "key": ...}`` ...), reads the
+  foreground window when a rule needs it, decides, records the decision and raises
+  :class:`PolicyDenied` to refuse. The full text of a ``type_text`` is checked before
+  it is split into chunks, so a secret cannot slip through in pieces.
+- :meth:`SafetyGuard.wrap_hands` returns hands that announce every pointer target to the
+  kill switch (so the agent's own moves never count as the fail-safe gesture) and
+  refuse new input once the switch has tripped.
+- :meth:`SafetyGuard.start` arms the kill switch and calls ``stop(reason)`` (the loop's
+  own stop, thread-safe) when it trips; :meth:`SafetyGuard.close` disarms it.
+- :meth:`SafetyGuard.record` is the block for ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from deskpilot._errors import ActionDeniedError, DeskpilotError, RunInterrupted
+from deskpilot.geometry import Rect
+from deskpilot.safety._killswitch import KillSwitch, RunBudget, Trip, WatchBackend
+from deskpilot.safety._policy import (
+    ActionRequest,
+    ConfirmPrompt,
+    Decision,
+    Policy,
+    policy_denied_payload,
+)
+from deskpilot.safety._redact import RedactOptions
+from deskpilot.safety._settings import PolicySettings, SafetySettings
+from deskpilot.safety._window import WindowInfo, WindowReader, open_window_reader
+
+__all__ = ["GuardedHands", "PolicyDenied", "SafetyGuard", "action_request", "run_guarded"]
+
+log = logging.getLogger("deskpilot.safety")
+
+_POINTER_KINDS = frozenset({"click", "move", "drag", "scroll", "double_click", "right_click", "mouse_down", "mouse_up"})
+
+
+class PolicyDenied(ActionDeniedError):
+    """A policy denial carrying its :class:`Decision` and the tool payload for the model."""
+
+    def __init__(self, decision: Decision, tool: str | None = None) -> None:
+        super().__init__(decision.reason, rule=decision.rule, category=decision.category)
+        self.decision = decision
+        self.payload = policy_denied_payload(decision, tool=tool)
+
+
+def action_request(action: Mapping[str, Any]) -> ActionRequest | None:
+    """The :class:`ActionRequest` of a tool-layer action dict (None: touches nothing)."""
+    kind = str(action.get("kind", "")).lower()
+    if kind in ("observe", "wait", "zoom", "screenshot", "done", "answer"):
+        return None
+    keys: list[str] = []
+    hold = action.get("hold")
+    if isinstance(hold, str) and hold:
+        keys.append(hold)
+    if kind in ("key", "hold", "hotkey", "press_key"):
+        key = action.get("key") or action.get("keys") or action.get("combo")
+        if isinstance(key, (list, tuple)):
+            key = "+".join(str(k) for k in key)
+        keys.append(str(key) if key is not None else "")
+        return ActionRequest(kind, keys=tuple(keys))
+    if kind in ("type", "type_text", "write"):
+        text = action.get("text")
+        return ActionRequest(kind, keys=tuple(keys), text=text if isinstance(text, str) else str(text))
+    # pointer actions, and anything unknown: at least the window rules apply
+    return ActionRequest(kind or "action", keys=tuple(keys), pointer=True)
+
+
+class SafetyGuard:
+    """Policy + kill switch + budget for one run (see the module doc)."""
+
+    def __init__(
+        self,
+        policy: Policy,
+        *,
+        killswitch: KillSwitch | None = None,
+        budget: RunBudget | None = None,
+        window_reader: WindowReader | None = None,
+        redact: RedactOptions | None = None,
+    ) -> None:
+        self.policy = policy
+        self.killswitch = killswitch
+        self.budget = budget
+        self.window_reader = window_reader
+        self.redact_options = redact or RedactOptions()
+        self.decisions: list[dict[str, Any]] = []
+        self.counts = {"checked": 0, "allowed": 0, "denied": 0, "confirmed": 0, "would_deny": 0}
+        self.window_errors = 0
+        self._lock = threading.Lock()
+        self._stop: Callable[[str], None] | None = None
+
+    @classmethod
+    def from_settings(
+        cls,
+        policy: PolicySettings | None = None,
+        safety: SafetySettings | None = None,
+        *,
+        max_steps: int = 10,
+        max_seconds: float = 0.0,
+        monitors: Sequence[Rect] = (),
+        watch_backend: Callable[[], WatchBackend] | None = None,
+        window_reader: WindowReader | str | None = "auto",
+        prompt: ConfirmPrompt | None = None,
+    ) -> SafetyGuard:
+        """Build from the ``[policy]``/``[safety]`` sections and the loop's limits.
+
+        ``window_reader="auto"`` reads the foreground window of this desktop when the
+        policy has window rules; pass None for a headless/simulated run."""
+        policy_settings = policy or PolicySettings()
+        safety_settings = safety or SafetySettings()
+        hotkeys = tuple(safety_settings.hotkeys) if safety_settings.kill_switch else ()
+        built = policy_settings.build(
+            prompt=prompt,
+            extra_deny_keys=[(h, "is the kill-switch hotkey") for h in hotkeys],
+        )
+        budget = RunBudget(max_steps=max(1, int(max_steps)), max_seconds=max_seconds,
+                           hard_cap_seconds=safety_settings.hard_cap_seconds)
+        switch = None
+        if safety_settings.kill_switch:
+            switch = KillSwitch(
+                corner=safety_settings.corner,
+                corner_margin=safety_settings.corner_margin,
+                hotkeys=hotkeys,
+                poll_interval=safety_settings.poll_interval,
+                budget=budget,
+                monitors=monitors,
+                backend=watch_backend,
+            )
+        reader: WindowReader | None
+        if window_reader == "auto":
+            reader = open_window_reader() if built.needs_window else None
+        elif isinstance(window_reader, str):
+            reader = open_window_reader(window_reader)
+        else:
+            reader = window_reader
+        redact = RedactOptions(secrets=safety_settings.redact_secrets, mask_typed_text=safety_settings.mask_typed_text)
+        return cls(built, killswitch=switch, budget=budget, window_reader=reader, redact=redact)
+
+    # -- the policy hook -----------------------------------------------------------------
+
+    def _window(self) -> WindowInfo | None:
+        if self.window_reader is None or not self.policy.needs_window:
+            return None
+        try:
+            return self.window_reader.active()
+        except DeskpilotError as exc:  # the display went away: unknown, the policy decides
+            self.window_errors += 1
+            log.warning("cannot read the foreground window: %s", exc)
+            return None
+
+    def decide(self, action: Mapping[str, Any]) -> Decision:
+        """Decide one action dict and record the decision."""
+        if self.killswitch is not None and self.killswitch.tripped:
+            trip = self.killswitch.trip_info
+            assert trip is not None
+            return self._note(action, Decision(False, f"killswitch:{trip.source}", f"the run is stopping: {trip.reason}",
+                                               "policy"), None)
+        request = action_request(action)
+        if request is None:
+            return Decision(True, "default", "observes only")
+        window = self._window()
+        started = time.perf_counter()
+        decision = self.policy.check(request, window)
+        return self._note(action, decision, window, (time.perf_counter() - started) * 1000)
+
+    def _note(self, action: Mapping[str, Any], decision: Decision, window: WindowInfo | None,
+              ms: float | None = None) -> Decision:
+        with self._lock:
+            self.counts["checked"] += 1
+            self.counts["allowed" if decision.allowed else "denied"] += 1
+            if decision.confirmed:
+                self.counts["confirmed"] += 1
+            if decision.would_deny:
+                self.counts["would_deny"] += 1
+            if not decision.allowed or decision.confirmed is not None or decision.would_deny:
+                entry: dict[str, Any] = {"kind": action.get("kind"), **decision.as_dict()}
+                if window is not None:
+                    entry["window"] = window.describe()
+                if ms is not None:
+                    entry["check_ms"] = round(ms, 3)
+                self.decisions.append(entry)
+        if not decision.allowed:
+            log.warning("policy denied %s: %s [%s]", action.get("kind"), decision.reason, decision.rule)
+        return decision
+
+    def check_action(self, action: dict[str, Any]) -> None:
+        """``ToolContext.policy``: raise :class:`PolicyDenied` to refuse ``action``."""
+        decision = self.decide(action)
+        if not decision.allowed:
+            raise PolicyDenied(decision, tool=str(action.get("kind") or "") or None)
+
+    # -- the kill switch ------------------------------------------------------------------
+
+    def start(self, stop: Callable[[str], None] | None = None) -> SafetyGuard:
+        """Arm the kill switch; ``stop(reason)`` is called (from the watcher thread) when
+        it trips. The loop's stop must be thread-safe: wrap it in call_soon_threadsafe."""
+        self._stop = stop
+        if self.budget is not None:
+            self.budget.start()
+        if self.killswitch is not None:
+            if stop is not None:
+                self.killswitch.add_callback(lambda trip: stop(f"kill switch ({trip.source}): {trip.reason}"))
+            self.killswitch.start()
+            for source, state in self.killswitch.status.items():
+                log.info("kill switch %s: %s", source, state)
+        return self
+
+    def close(self) -> None:
+        """Disarm the kill switch and close the window reader. Idempotent."""
+        if self.killswitch is not None:
+            self.killswitch.stop()
+        if self.window_reader is not None:
+            with contextlib.suppress(Exception):
+                self.window_reader.close()
+            self.window_reader = None
+
+    def __enter__(self) -> SafetyGuard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def trip(self) -> Trip | None:
+        return self.killswitch.trip_info if self.killswitch is not None else None
+
+    def wrap_hands(self, hands: Any) -> GuardedHands:
+        return GuardedHands(hands, self.killswitch)
+
+    def record(self) -> dict[str, Any]:
+        """The ``safety`` block of the run summary."""
+        out: dict[str, Any] = {
+            "policy_mode": self.policy.mode,
+            "decisions": dict(self.counts),
+            "denied": [d for d in self.decisions if not d["allowed"]][:50],
+        }
+        if self.window_errors:
+            out["window_errors"] = self.window_errors
+        if self.killswitch is not None:
+            out["kill_switch"] = dict(self.killswitch.status)
+            trip = self.killswitch.trip_info
+            out["tripped"] = trip.as_dict() if trip is not None else None
+        if self.budget is not None:
+            out["budget"] = self.budget.as_dict()
+        return out
+
+
+class GuardedHands:
+    """Any ``Hands`` with pointer targets announced to the kill switch and input refused
+    after a trip. Every other attribute passes through."""
+
+    def __init__(self, hands: Any, killswitch: KillSwitch | None) -> None:
+        self._hands = hands
+        self._switch = killswitch
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._hands, name)
+
+    def _gate(self) -> None:
+        if self._switch is not None and self._switch.tripped:
+            trip = self._switch.trip_info
+            assert trip is not None
+            raise RunInterrupted(f"input refused: {trip.reason}", reason=trip.source)
+
+    def _note(self, x: Any, y: Any) -> None:
+        if self._switch is not None and x is not None and y is not None:
+            self._switch.note_pointer(round(float(x)), round(float(y)))
+
+    def move(self, x: float, y: float) -> Any:
+        self._gate()
+        self._note(x, y)
+        return self._hands.move(x, y)
+
+    def click(self, x: float | None = None, y: float | None = None, button: Any = "left", count: int = 1) -> None:
+        self._gate()
+        self._note(x, y)
+        self._hands.click(x, y, button, count)
+
+    def mouse_down(self, button: Any = "left") -> None:
+        self._gate()
+        self._hands.mouse_down(button)
+
+    def mouse_up(self, button: Any = "left") -> None:
+        self._hands.mouse_up(button)  # releasing is always allowed
+
+    def drag(self, start: Sequence[float], end: Sequence[float] | None = None, *, duration: float = 0.3,
+             steps: int = 20) -> None:
+        self._gate()
+        target = end if end is not None else start
+        if target is not None and len(target) >= 2:
+            self._note(target[0], target[1])
+        self._hands.drag(start, end, duration=duration, steps=steps)
+
+    def scroll(self, x: float | None = None, y: float | None = None, *, dy: int = 0, dx: int = 0) -> None:
+        self._gate()
+        self._note(x, y)
+        self._hands.scroll(x, y, dy=dy, dx=dx)
+
+    def type_text(self, text: str) -> None:
+        self._gate()
+        self._hands.type_text(text)
+
+    def key(self, combo: str) -> None:
+        self._gate()
+        self._hands.key(combo)
+
+    @contextlib.contextmanager
+    def hold(self, *keys: str) -> Iterator[Any]:
+        self._gate()
+        with self._hands.hold(*keys) as held:
+            yield held
+
+    def release_all(self) -> None:
+        self._hands.release_all()
+
+    def sync(self) -> None:
+        self._hands.sync()
+
+    def position(self) -> tuple[int, int]:
+        return tuple(self._hands.position())  # type: ignore[return-value]
+
+
+async def run_guarded(mode: Any, session: Any, guard: SafetyGuard) -> Any:
+    """Run ``mode.run(session)`` under ``guard`` without touching the loop's code.
+
+    Installs the policy hook and the guarded hands on ``session.ctx``, arms the kill
+    switch and races the mode against it: on a trip the mode is cancelled (held input
+    is released by the loop's cleanup) and :class:`RunInterrupted` is raised. This is
+    the fallback for loops that do not wire :class:`SafetyGuard` themselves; wiring it
+    into the loop's own stop (see :meth:`SafetyGuard.start`) is preferred.
+    """
+    import asyncio
+
+    ctx = session.ctx
+    ctx.policy = guard.check_action
+    ctx.hands = guard.wrap_hands(ctx.hands)
+    guard.start()
+    inner = asyncio.ensure_future(mode.run(session))
+    if guard.killswitch is None:
+        try:
+            return await inner
+        finally:
+            guard.close()
+    tripped = asyncio.ensure_future(guard.killswitch.wait())
+    try:
+        done, _ = await asyncio.wait({inner, tripped}, return_when=asyncio.FIRST_COMPLETED)
+        if inner in done:
+            return inner.result()
+        ctx.stop.set()
+        inner.cancel()
+        await asyncio.wait({inner}, timeout=2.0)
+        trip = tripped.result()
+        raise trip.error()
+    finally:
+        for task in (inner, tripped):
+            if not task.done():
+                task.cancel()
+        guard.close()
