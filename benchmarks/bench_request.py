@@ -21,7 +21,13 @@ unchanged, average common-prefix bytes, and an estimate of tokens to (re)process
 (text: 4 bytes per token; an image at 1536x864 is 1296 tokens for Qwen3-VL: 32x32 px per
 token after the 2x2 merge).
 
-Run: ``.venv/bin/python benchmarks/bench_request.py [--turns 20] [--repeat 5]``.
+Part 3 — the request's round trip to a local server (``--server``): deskpilot's test server
+(``deskpilot.testing.ModelServer``: asyncio ``BufferedProtocol``, validation on) against a
+minimal Starlette + uvicorn app that only parses the JSON and answers, with a small (~1 KB)
+and a turn-sized request (2 screenshots, ~3 MB), through one keep-alive ``ChatClient``. Plus
+base64 of one screenshot: stdlib vs pybase64.
+
+Run: ``.venv/bin/python benchmarks/bench_request.py [--turns 20] [--repeat 5] [--server]``.
 """
 
 from __future__ import annotations
@@ -201,10 +207,117 @@ def prefix_table(url_bytes: list[bytes]) -> list[dict[str, Any]]:
     return rows
 
 
+def _uvicorn_server() -> tuple[str, Callable[[], None]]:
+    """A minimal Starlette + uvicorn chat endpoint in a thread; returns (endpoint, stop)."""
+    import asyncio
+    import socket
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    answer = orjson.dumps({"id": "x", "object": "chat.completion", "model": "m", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}]})
+
+    async def chat(request: Request) -> Response:
+        orjson.loads(await request.body())
+        return Response(answer, media_type="application/json")
+
+    app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+    return f"http://127.0.0.1:{port}/v1/chat/completions", stop
+
+
+def server_table(url_bytes: list[bytes], repeat: int) -> None:
+    import asyncio
+    import base64
+
+    from deskpilot.agent._client import ChatClient
+    from deskpilot.agent._history import B64_BACKEND, b64encode
+    from deskpilot.testing import ModelServer, ScriptedPolicy
+
+    small = orjson.dumps({"model": "m", "messages": [{"role": "system", "content": SYSTEM[:800]},
+                                                     {"role": "user", "content": TASK}]})
+    h = History(SYSTEM, tools=TOOLS)
+    h.add_task(TASK)
+    # Real PNG bytes so the test server's validation passes: a corpus screenshot if present.
+    corpus = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus", "05_webphoto.png")
+    png = None
+    if os.path.exists(corpus):
+        with open(corpus, "rb") as fh:
+            png = fh.read()
+    for _ in range(2):
+        h.add_observation(png if png is not None else url_bytes[0])
+    big = h.build_request(model="m")
+
+    async def timed(endpoint: str, body: bytes, n: int) -> float:
+        async with ChatClient(endpoint, "m", max_retries=0) as client:
+            for _ in range(5):
+                await client.complete(body)
+            samples = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                await client.complete(body)
+                samples.append(time.perf_counter() - t0)
+        return statistics.median(samples)
+
+    endpoint, stop = _uvicorn_server()
+    results: dict[tuple[str, str], float] = {}
+    try:
+        with ModelServer(ScriptedPolicy(["ok"], on_exhausted="repeat")) as server:
+            for _ in range(repeat):
+                for label, body, n in (("small", small, 200), ("turn", big, 30)):
+                    for name, ep in (("deskpilot ModelServer", server.endpoint), ("starlette+uvicorn", endpoint)):
+                        value = asyncio.run(timed(ep, body, n))
+                        results[(name, label)] = min(results.get((name, label), float("inf")), value)
+            problems = server.problems
+    finally:
+        stop()
+    print(f"\nround trip through ChatClient (median, best of {repeat}); turn request = "
+          f"{len(big) / 1e6:.2f} MB{'' if png else ' (fake PNGs: validation errors expected)'}:")
+    print(f"{'server':<24}{'small ms':>10}{'turn ms':>10}")
+    for name in ("deskpilot ModelServer", "starlette+uvicorn"):
+        print(f"{name:<24}{results[(name, 'small')] * 1e3:>10.3f}{results[(name, 'turn')] * 1e3:>10.3f}")
+    ours_s, ours_t = results[("deskpilot ModelServer", "small")], results[("deskpilot ModelServer", "turn")]
+    print(f"{'ratio (uvicorn / ours)':<24}{results[('starlette+uvicorn', 'small')] / ours_s:>10.1f}"
+          f"{results[('starlette+uvicorn', 'turn')] / ours_t:>10.1f}")
+    if problems:
+        print(f"  (test server validation problems: {problems[:2]})")
+    raw = png if png is not None else b"x" * 1_125_000
+    n = 50
+    t0 = time.perf_counter()
+    for _ in range(n):
+        base64.b64encode(raw)
+    stdlib = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    for _ in range(n):
+        b64encode(raw)
+    ours = (time.perf_counter() - t0) / n
+    print(f"\nbase64 of a {len(raw) / 1e6:.2f} MB PNG: stdlib {stdlib * 1e3:.3f} ms, "
+          f"{B64_BACKEND} {ours * 1e3:.3f} ms ({stdlib / ours:.0f}x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--server", action="store_true", help="also time the round trip to local servers")
     args = parser.parse_args()
 
     pngs = [fake_png(i) for i in range(args.turns)]
@@ -242,6 +355,8 @@ def main() -> None:
         print(f"{r['prune_chunk']:>12}{r['unchanged_prefix_turns']:>9}/{r['turns']:<2}"
               f"{r['avg_common_prefix_kb']:>12.0f}{r['avg_images_sent']:>12.2f}{r['avg_images_reencoded']:>12.2f}"
               f"{r['avg_prompt_tokens']:>12.0f}{r['avg_tokens_to_process']:>12.0f}")
+    if args.server:
+        server_table(url_bytes, max(1, args.repeat // 2))
 
 
 if __name__ == "__main__":

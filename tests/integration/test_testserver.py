@@ -557,3 +557,17 @@ def test_escaped_payloads_still_validate():
         assert post(server, escaped).status_code == 200
         assert server.requests[0].image_count == 1
         assert server.requests[0].last_image.data.startswith(b"\x89PNG")
+
+
+def test_validation_without_pybase64(monkeypatch):
+    import deskpilot.testing._validate as validate_module
+
+    monkeypatch.setattr(validate_module, "_pybase64", None)
+    monkeypatch.setattr(validate_module, "_DESCRIBED", type(validate_module._DESCRIBED)())
+    good = _request([{"role": "user", "content": [{"type": "image_url", "image_url": {
+        "url": "data:image/png;base64," + __import__("base64").b64encode(make_png()).decode()}}]}])
+    problems, images = validate_chat_request(good)
+    assert problems == [] and images[0].data.startswith(b"\x89PNG")
+    bad = _request([{"role": "user", "content": [{"type": "image_url", "image_url": {
+        "url": "data:image/png;base64,@@@@"}}]}])
+    assert "does not decode" in validate_chat_request(bad)[0][0]

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +46,16 @@ import orjson
 
 from deskpilot.agent._toolcalls import strip_think
 
-__all__ = ["History", "HistoryStats", "png_data_url"]
+__all__ = ["B64_BACKEND", "History", "HistoryStats", "b64encode", "png_data_url"]
+
+try:  # SIMD base64: ~0.06 ms per 1.1 MB screenshot where the stdlib takes ~2-3 ms
+    import pybase64 as _pybase64
+
+    b64encode: Callable[[bytes], bytes] = _pybase64.b64encode
+    B64_BACKEND = "pybase64"
+except ImportError:  # pragma: no cover - depends on the environment
+    b64encode = base64.b64encode
+    B64_BACKEND = "base64"
 
 _URL_PLACEHOLDER = "\u2063deskpilot-image-url\u2063"
 _URL_PLACEHOLDER_BYTES = orjson.dumps(_URL_PLACEHOLDER)
@@ -54,8 +63,8 @@ _ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
 def png_data_url(png: bytes) -> bytes:
-    """``data:image/png;base64,...`` as ASCII bytes (base64 done once, by binascii)."""
-    return b"data:image/png;base64," + base64.b64encode(png)
+    """``data:image/png;base64,...`` as ASCII bytes (base64 done once; pybase64 if installed)."""
+    return b"data:image/png;base64," + b64encode(png)
 
 
 @dataclass(slots=True)
@@ -444,7 +453,7 @@ def _to_url_bytes(image: bytes | str, mime: str) -> tuple[bytes, bool]:
         if raw.startswith(b"data:"):
             return raw, False
         # The base64 alphabet and a MIME type never need JSON escaping.
-        return b"data:" + mime.encode("ascii") + b";base64," + base64.b64encode(raw), True
+        return b"data:" + mime.encode("ascii") + b";base64," + b64encode(raw), True
     raise TypeError(f"image must be encoded bytes or a data URL string, not {type(image).__name__}")
 
 

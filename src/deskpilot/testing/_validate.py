@@ -90,9 +90,18 @@ class ImageInfo:
                 f"size={self.width}x{self.height}, nbytes={self.nbytes}, sha256={self.sha256[:12]}...)")
 
 
+_pybase64: Any
+try:
+    import pybase64 as _pybase64
+except ImportError:  # pragma: no cover - depends on the environment
+    _pybase64 = None
+
+
 def _b64decode(payload: bytes | memoryview) -> bytes:
-    # binascii's strict mode (3.11+) validates at C speed; base64.b64decode(validate=True)
-    # runs a regex over the whole payload (~30 ms per MB).
+    # pybase64 (SIMD) validates ~50x faster than the stdlib; binascii's strict mode (3.11+)
+    # is next; base64.b64decode(validate=True) runs a regex (~30 ms per MB).
+    if _pybase64 is not None:
+        return bytes(_pybase64.b64decode(payload, validate=True))
     try:
         return binascii.a2b_base64(payload, strict_mode=True)  # type: ignore[call-arg,unused-ignore]
     except TypeError:  # Python 3.10: no strict_mode
