@@ -158,3 +158,8 @@ def test_thousands_of_grabs_keep_fds_connections_and_memory_flat(target_app: Tar
             cap.grab()
     gc.collect()
     assert _resources()[0] == fds2
+    # ... and capturers nobody closed give their connections back when collected
+    for _ in range(20):
+        Capturer("mss", region=(0, 0, 64, 64)).grab()
+    gc.collect()
+    assert _resources()[0] == fds2

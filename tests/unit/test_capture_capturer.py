@@ -188,6 +188,26 @@ def test_output_buffers_are_reused_once_no_frame_holds_them() -> None:
         assert fourth.rgb.ctypes.data != view.ctypes.data  # a view still pins the buffer
 
 
+def test_concurrent_grabs_never_share_a_live_buffer() -> None:
+    import threading
+
+    frames: list[Frame] = []
+    with Capturer(FakeBackend(cursor_at=None), region=(0, 0, 64, 48)) as cap:
+
+        def worker() -> None:
+            for _ in range(50):
+                frames.append(cap.grab(size=(32, 24)))
+
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len({f.rgb.ctypes.data for f in frames}) == len(frames)  # all alive: all distinct
+    expected = imaging.prepare(desktop_pixels(Rect(0, 0, 64, 48)), size=(32, 24))
+    assert all(np.array_equal(f.rgb, expected) for f in frames)
+
+
 def test_png_is_cached_and_decodes_to_the_pixels() -> None:
     from PIL import Image
 

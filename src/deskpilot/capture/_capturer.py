@@ -10,6 +10,7 @@ loads Win32 declarations and vice versa.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -101,6 +102,9 @@ class Capturer:
             self._backend.close()
             raise
         self._pool: dict[tuple[int, int], list[Pixels]] = {}
+        # One grab at a time: backends hand out views of reused buffers, and the pool's
+        # "is this buffer free" check must not race with another grab taking it.
+        self._lock = threading.RLock()
         self._closed = False
 
     @staticmethod
@@ -147,9 +151,13 @@ class Capturer:
 
     def grab(self, size: tuple[int, int] | None = None) -> Frame:
         """Capture the working area, resized to ``size`` = (w, h) when given."""
-        self._check_open()
         area = self.area
         width, height = (area.width, area.height) if size is None else _size(size)
+        with self._lock:
+            return self._grab(area, width, height)
+
+    def _grab(self, area: Rect, width: int, height: int) -> Frame:
+        self._check_open()
         timestamp = time.time()
         t0 = time.perf_counter()
         gdi_scaled = self.scaling == "gdi" and (width, height) != (area.width, area.height)
@@ -179,21 +187,24 @@ class Capturer:
 
     def grab_bgra(self) -> Pixels:
         """The raw BGRA of the working area, no cursor, no copy (valid until the next grab)."""
-        self._check_open()
-        return self._backend.grab_bgra(self.area)
+        with self._lock:
+            self._check_open()
+            return self._backend.grab_bgra(self.area)
 
     def digest(self) -> int:
         """A cheap fingerprint of the working area (raw grab, no cursor) for settle polling:
         equal digests mean equal pixels."""
-        return imaging.frame_digest(self.grab_bgra())
+        with self._lock:
+            return imaging.frame_digest(self.grab_bgra())
 
     def close(self) -> None:
         """Release the backend's OS resources and the buffers. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        self._pool.clear()
-        self._backend.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pool.clear()
+            self._backend.close()
 
     def __enter__(self) -> Capturer:
         return self

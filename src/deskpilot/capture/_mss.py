@@ -11,6 +11,7 @@ Windows get no cursor from this backend (use ``backend="gdi"`` on Windows).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import sys
 import threading
@@ -171,3 +172,9 @@ class MssBackend:
             if self._cursor is not None:
                 self._cursor.close()
                 self._cursor = None
+
+    def __del__(self) -> None:
+        # A forgotten backend still gives its X connections back when collected.
+        if not getattr(self, "_closed", True):
+            with contextlib.suppress(Exception):
+                self.close()
