@@ -34,7 +34,10 @@ the X server time in ms, ``widget`` is one of the names above)::
 
 Buttons 4/5 are the vertical wheel (up/down) and 6/7 the horizontal one (left/right),
 as X delivers them; Tk 8.6 reports 6/7 as 4/5 with the Shift bit (1) in ``state``, so
-each wheel press is followed by a ``scroll`` record that names the direction. Double
+each wheel press is followed by a ``scroll`` record that names the direction. On
+Windows the wheel arrives as ``wheel`` records (delta 120 per notch, horizontal with
+Shift), each followed by one ``scroll`` record per notch: tests can rely on ``scroll``
+records on every OS. Double
 and triple clicks are recorded per button (1-3) after their ``press`` record. Text is reported as Python ``str`` with any UTF-16 surrogate pairs
 from Tcl 8.6 joined into one code point.
 """
@@ -89,7 +92,7 @@ class TargetApp:
         self.out = out
         self.seed = seed
         self.root = tk.Tk(className="deskpilot-target")
-        self.root.configure(background=BACKGROUND, cursor="left_ptr")
+        self.root.configure(background=BACKGROUND, cursor="arrow" if sys.platform == "win32" else "left_ptr")
         sw, sh = self.root.winfo_screenwidth(), self.root.winfo_screenheight()
         self.root.overrideredirect(True)
         self.root.geometry(geometry or f"{sw}x{sh}+0+0")
@@ -189,6 +192,15 @@ class TargetApp:
 
     def _wheel(self, e: Any) -> None:
         self.emit(type="wheel", delta=e.delta, x=e.x_root, y=e.y_root, widget=self._name(e.widget), t=e.time)
+        # Windows/macOS Tk: one <MouseWheel> per batch of notches (120 per notch on
+        # Windows), horizontal ones as Shift-MouseWheel: one scroll record per notch.
+        horizontal = bool(e.state & 1)
+        if e.delta > 0:
+            direction = "left" if horizontal else "up"
+        else:
+            direction = "right" if horizontal else "down"
+        for _ in range(max(1, abs(e.delta) // 120)):
+            self.emit(type="scroll", direction=direction, x=e.x_root, y=e.y_root, widget=self._name(e.widget), t=e.time)
 
     def _key(self, kind: str, e: Any) -> None:
         self.emit(
