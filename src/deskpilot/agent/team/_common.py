@@ -377,10 +377,9 @@ def parse_call(
         shown = call.name or "<empty>"
         available = ", ".join(specs)
         if other_role is not None and call.name in other_role:
-            message = (
-                f"{shown!r} is a {other_role[call.name].role} tool and cannot be used here; "
-                f"available: {available}"
-            )
+            owner = other_role[call.name].role
+            article = "an" if owner[0] in "aeiou" else "a"
+            message = f"{shown!r} is {article} {owner} tool and cannot be used here; available: {available}"
         else:
             close = difflib.get_close_matches(call.name, list(specs), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -334,10 +334,9 @@ class TeamMode:
                 }
             )
 
-        if state.memory.needs_compression or (
-            "compression" in state.planning_reasons
-            and len(state.memory.active_history) > _AUTO_KEEP
-        ):
+        if state.memory.needs_compression:
+            # Still at the threshold after the planner's turn: archive on its behalf, or
+            # every following turn would be another compression review.
             auto = state.memory.auto_compress(_AUTO_KEEP)
             if auto is not None and auto.ok:
                 self.stats["auto_archives"] += 1
