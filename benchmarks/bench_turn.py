@@ -83,7 +83,6 @@ def run_deskpilot(workload: str, turns: int, work: Path) -> dict[str, Any]:
 
 def run_baseline(workload: str, turns: int) -> dict[str, Any]:
     from baselines_seed000 import run_baseline_agent
-
     from deskpilot.input import InputController
     from deskpilot.testing import ModelServer, ScriptedPolicy
 

@@ -71,12 +71,11 @@ def prune_old_screenshots(messages: list[dict[str, Any]], keep_last: int) -> Non
     seen = 0
     for msg in reversed(messages):
         content = msg.get("content")
-        if msg.get("role") == "user" and isinstance(content, list):
-            if any(p.get("type") == "image_url" for p in content):
-                seen += 1
-                if seen > keep_last:
-                    msg["content"] = [p if p.get("type") != "image_url" else {"type": "text", "text": "[old screenshot]"}
-                                      for p in content]
+        if msg.get("role") == "user" and isinstance(content, list) and any(p.get("type") == "image_url" for p in content):
+            seen += 1
+            if seen > keep_last:
+                msg["content"] = [p if p.get("type") != "image_url" else {"type": "text", "text": "[old screenshot]"}
+                                  for p in content]
 
 
 def prune_old_thinks(messages: list[dict[str, Any]], keep_last: int) -> None:
