@@ -268,3 +268,11 @@ def test_models_url_and_listing():
             return await client.models()
 
     assert asyncio.run(main()) == ["qwen3-vl-8b-instruct", "other"]
+
+
+def test_redirects_are_not_followed_and_say_where_to_go():
+    moved = httpx.Response(307, headers={"location": "http://model.test/api/v1/chat/completions"})
+    result, seen = run([moved, ok()])
+    assert isinstance(result, ModelHTTPError) and result.status == 307
+    assert "redirects to http://model.test/api/v1/chat/completions" in str(result)
+    assert len(seen) == 1

@@ -300,7 +300,9 @@ class ChatClient:
         """POST ``body`` (serialized JSON, or a mapping serialized here) and return the answer.
 
         ``context`` (e.g. ``{"turn": 3}``) is attached to errors and log records.
-        ``on_tool_call(call)`` (sync or async) runs for each tool call once it is complete.
+        ``on_tool_call(call)`` (sync or async) runs for each tool call once it is complete;
+        it is awaited before the rest of the stream is read, so it should only *start* the
+        work (e.g. create a task), not do it.
         """
         payload = body if isinstance(body, bytes) else orjson.dumps(dict(body))
         started = time.perf_counter()
@@ -365,10 +367,11 @@ class ChatClient:
                     ttfb = time.perf_counter() - t0
                     status = response.status_code
                     ctype = response.headers.get("content-type", "")
-                    if status >= 400 or status < 200:
+                    if status >= 300 or status < 200:
                         body = await _read_limited(response, _MAX_ERROR_BODY)
                         log_response = _body_for_log(body)
-                        error = self._http_error(status, body, attempts=attempt, context=context)
+                        error = self._http_error(status, body, attempts=attempt, context=context,
+                                                 location=response.headers.get("location"))
                         if status in _RETRY_STATUSES:
                             raise _Retryable(error, _retry_after(response.headers.get("retry-after")))
                         raise error
@@ -645,11 +648,14 @@ class ChatClient:
 
     def _http_error(
         self, status: int, body: bytes, *, attempts: int, context: dict[str, Any] | None,
-        url: str | None = None, streamed: bool = False,
+        url: str | None = None, streamed: bool = False, location: str | None = None,
     ) -> ModelHTTPError:
         url = url or self.endpoint
         server_message = _server_error_message(body)
         hint = _status_hint(status, server_message)
+        if 300 <= status < 400:
+            # Redirects are not followed: a POST body would be dropped or replayed silently.
+            hint = f"the endpoint redirects to {location or '(no location)'}; use that URL as LMSTUDIO_ENDPOINT"
         where = "in the stream" if streamed else f"with HTTP {status}"
         message = f"{url} answered {where}: {server_message or '(no error message)'}"
         if hint:
