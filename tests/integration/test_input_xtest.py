@@ -218,3 +218,28 @@ def test_close_restores_the_spare_keycodes(target_app: TargetApp) -> None:
         assert list(after._spare) == spares_before  # all empty again
     finally:
         after.close()
+
+
+def test_every_key_of_the_vocabulary_arrives_as_its_keysym(target_app: TargetApp, ctl: InputController) -> None:
+    from deskpilot.input import KEY_NAMES, parse_combo
+
+    target_app.focus("pad")
+    wrong: list[tuple[str, list[int | None], list[int]]] = []
+    for name in KEY_NAMES:
+        want = [s.keysym for s in parse_combo(name)]
+        # keypad digits arrive as KP_Insert..KP_Prior while NumLock is off: the same key
+        alternatives = {want[-1], *(range(0xFF95, 0xFFA0) if name[:3] == "num" and name[3:].isdigit() else ())}
+        mark = target_app.mark()
+        ctl.key(name)
+        if name in ("capslock", "numlock", "scrolllock"):
+            ctl.key(name)  # toggle the lock back off
+        target_app.wait_for(lambda r, alt=alternatives: r["type"] == "key_release" and r["keysym_num"] in alt, since=mark)
+        got = [r["keysym_num"] for r in target_app.since(mark) if r["type"] == "key"]
+        if name in ("capslock", "numlock", "scrolllock"):
+            got = got[:1]
+        if got[:-1] != want[:-1] or got[-1] not in alternatives:
+            wrong.append((name, want, got))
+        if name == "tab":
+            target_app.focus("pad")
+    assert not wrong
+    assert ctl.pressed == ([], [])

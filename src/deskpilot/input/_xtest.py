@@ -45,7 +45,7 @@ _BUTTONS: dict[str, int] = {"left": 1, "middle": 2, "right": 3}
 # Wheel notches are clicks of buttons 4 (up), 5 (down), 6 (left), 7 (right).
 _WHEEL_UP, _WHEEL_DOWN, _WHEEL_LEFT, _WHEEL_RIGHT = 4, 5, 6, 7
 
-_XK_SHIFT_L = 0xFFE1
+_XK_SHIFT_L, _XK_SHIFT_R = 0xFFE1, 0xFFE2
 _CONTROL_KEYSYMS: dict[str, int] = {
     "\n": 0xFF0D,  # Return
     "\r": 0xFF0D,
@@ -95,6 +95,8 @@ class XTestBackend:
             # Keycode 8 is reserved by XKB in practice; never hand it out.
             self._min_keycode, self._max_keycode = max(lo.value, 9), hi.value
             self._index: dict[int, tuple[int, int]] = {}
+            self._shifted: dict[int, int] = {}
+            self._shift_keycodes: set[int] = set()
             keymap = self._read_keymap()
             spare = [kc for kc, syms in keymap.items() if not any(syms)]
             if not spare:
@@ -128,8 +130,10 @@ class XTestBackend:
 
     def _index_keymap(self, keymap: dict[int, list[int]]) -> None:
         """keysym -> (keycode, level) for the plain and shifted levels; plain wins,
-        then the lowest keycode. Our own spare keycodes are left out."""
+        then the lowest keycode. Our own spare keycodes are left out. ``_shifted``
+        keeps the shifted-level keycode of keysyms that also sit on a plain level."""
         index: dict[int, tuple[int, int]] = {}
+        shifted: dict[int, int] = {}
         for level in (0, 1):
             for kc, syms in keymap.items():
                 if kc in self._spare or level >= len(syms):
@@ -137,7 +141,13 @@ class XTestBackend:
                 sym = syms[level]
                 if sym and sym not in index:
                     index[sym] = (kc, level)
+                elif sym and level == 1 and sym not in shifted:
+                    shifted[sym] = kc
         self._index = index
+        self._shifted = shifted
+        self._shift_keycodes = {
+            kc for kc, syms in keymap.items() if syms and syms[0] in (_XK_SHIFT_L, _XK_SHIFT_R)
+        }
 
     def refresh_keymap(self) -> None:
         """Re-read the server's keymap (after a layout change, e.g. setxkbmap)."""
@@ -225,11 +235,22 @@ class XTestBackend:
                     self._xtst.XTestFakeButtonEvent(d, number, 0, 0)
             self._display.x11.XFlush(d)
 
+    def _key_keycode(self, keysym: int) -> int:
+        """The keycode to press for a key: with shift held, the key whose shifted level
+        carries the keysym ("<" is shift+comma, not the plain ISO key beside shift)."""
+        if self._shift_keycodes & self._held.keys():
+            found = self._index.get(keysym)
+            if found is not None and found[1] == 1:
+                return found[0]
+            if keysym in self._shifted:
+                return self._shifted[keysym]
+        return self._keycode(keysym)[0]
+
     def key(self, key: KeySpec, down: bool) -> None:
         if key.keysym is None:
             raise InputError(f"key {key.name!r} does not exist on X11", key=key.name)
         with self._lock:
-            keycode, _shifted = self._keycode(key.keysym)
+            keycode = self._key_keycode(key.keysym)
             if down:
                 self._held[keycode] = self._held.get(keycode, 0) + 1
             self._key_event(keycode, down)

@@ -121,19 +121,22 @@ class TargetApp:
         for widget in (self.entry, self.text):
             widget.bind("<Control-a>", self._select_all)
             widget.bind("<Control-A>", self._select_all)
+        # Recording bindings live on bind tags of their own, first in every widget's list:
+        # Tk runs the best match of each tag, so class and "all" bindings (Tab traversal,
+        # F10 menus, Ctrl+A) neither hide events from the recorder nor are changed by it.
         for seq, kind in (("<ButtonPress>", "press"), ("<ButtonRelease>", "release")):
-            self.root.bind_all(seq, lambda e, k=kind: self._button(k, e), add="+")
+            self.root.bind_class("Record", seq, lambda e, k=kind: self._button(k, e))
         # Tk fires one binding per bind tag (the most specific match), so multi-clicks get
         # a tag of their own; otherwise a double click would hide its press record.
         for button in (1, 2, 3):
             for seq, kind in ((f"<Double-ButtonPress-{button}>", "double"), (f"<Triple-ButtonPress-{button}>", "triple")):
                 self.root.bind_class("RecordMulti", seq, lambda e, k=kind: self._multi(k, e))
+        self.root.bind_class("Record", "<Motion>", self._motion)
+        self.root.bind_class("Record", "<MouseWheel>", self._wheel)
+        self.root.bind_class("Record", "<KeyPress>", lambda e: self._key("key", e))
+        self.root.bind_class("Record", "<KeyRelease>", lambda e: self._key("key_release", e))
         for widget in (self.root, *self.widgets.values()):
-            widget.bindtags((*widget.bindtags(), "RecordMulti"))
-        self.root.bind_all("<Motion>", self._motion, add="+")
-        self.root.bind_all("<MouseWheel>", self._wheel, add="+")
-        self.root.bind_all("<KeyPress>", lambda e: self._key("key", e), add="+")
-        self.root.bind_all("<KeyRelease>", lambda e: self._key("key_release", e), add="+")
+            widget.bindtags(("Record", *widget.bindtags(), "RecordMulti"))
 
         self.commands: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read_stdin, daemon=True).start()
@@ -209,7 +212,6 @@ class TargetApp:
         )
 
     def _select_all(self, e: Any) -> str:
-        self._key("key", e)  # "break" below keeps the event from the bind_all recorder
         if e.widget is self.entry:
             self.entry.selection_range(0, "end")
             self.entry.icursor("end")
