@@ -89,3 +89,20 @@ def test_duplicate_names_refused(tmp_path: Path) -> None:
         all_scenarios(files=[f], env={})
     with pytest.raises(ConfigError, match="does not exist"):
         all_scenarios(files=[tmp_path / "none.toml"], env={})
+
+
+def test_scenarios_command_lists_and_shows(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import orjson
+
+    from deskpilot.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DESKPILOT_SCENARIOS", raising=False)
+    assert main(["scenarios", "--json"]) == 0
+    listed = orjson.loads(capsys.readouterr().out)
+    assert [s["name"] for s in listed][:3] == ["grok-investigation", "start-menu", "notepad-plus-plus"]
+    assert main(["scenarios", "2", "--toolset", "seed001", "--json"]) == 0
+    assert orjson.loads(capsys.readouterr().out)["name"] == "center-cursor"
+    assert main(["scenarios", "seed001:9"]) == 1
+    assert "no scenario 9 in seed001" in capsys.readouterr().err

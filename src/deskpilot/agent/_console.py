@@ -51,7 +51,7 @@ def format_action(record: Mapping[str, Any]) -> str:
         return "answer: " + (answer if len(answer) <= 70 else answer[:67] + "...")
     call = record.get("tool_call")
     if not call:
-        return "observe" if record.get("observation") else "-"
+        return "observe" if "observation" in record else "-"
     args = call.get("arguments") or {}
     shown = []
     for key in ("label", "box", "start", "end", "x", "y", "text", "key", "direction", "seconds"):

@@ -29,9 +29,11 @@ _BRACES_ONLY = re.compile(r"^[\s{}\[\],]*$")
 
 
 def find_log_dir(explicit: str | os.PathLike[str] | None = None) -> Path | None:
-    candidates = [Path(explicit).expanduser()] if explicit else []
-    home = Path.home()
-    candidates += [home / ".lmstudio" / "server-logs", home / ".cache" / "lm-studio" / "server-logs"]
+    if explicit:  # LMSTUDIO_LOG_DIR: that folder only
+        candidates = [Path(explicit).expanduser()]
+    else:
+        home = Path.home()
+        candidates = [home / ".lmstudio" / "server-logs", home / ".cache" / "lm-studio" / "server-logs"]
     for path in candidates:
         if path.is_dir():
             return path

@@ -605,6 +605,7 @@ async def run_agent_async(
     mode_task: asyncio.Task[ModeResult] | None = None
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
+    replaced: list[tuple[signal.Signals, Any]] = []
     timer_handle: asyncio.TimerHandle | None = None
     started_wall = time.time()
     extra: dict[str, Any] = {}
@@ -658,6 +659,11 @@ async def run_agent_async(
                     cursor=config.screen.cursor,
                 )
 
+        if sys.platform == "win32":
+            # Per-monitor-v2 before any capture or input, so both use physical pixels.
+            from deskpilot._win32.dpi import ensure_dpi_awareness
+
+            extra["dpi_awareness"] = ensure_dpi_awareness().describe()
         screen = await capture.call(screen_factory)
         hands: Hands
         input_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deskpilot-input")
@@ -710,7 +716,8 @@ async def run_agent_async(
                     loop.add_signal_handler(sig, stop, name)
                     installed.append(sig)
                 except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
-                    signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
+                    previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
+                    replaced.append((sig, previous))
         if config.agent.max_seconds > 0:
             timer_handle = loop.call_later(config.agent.max_seconds, stop, "max_time")
         mode_task = asyncio.ensure_future(mode.run(session))
@@ -739,9 +746,11 @@ async def run_agent_async(
         outcome, error = "error", f"{type(exc).__name__}: {exc}"
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
         await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+        _restore(replaced)
         raise
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+    _restore(replaced)
     if config.run.lmstudio_logs != "off":
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
 
@@ -756,6 +765,12 @@ async def run_agent_async(
             summary["lmstudio_logs"] = [str(p.name) for p in exported]
             runlog.write_summary(summary)
     return RunResult(outcome, answer, session.steps if session else 0, runlog.path, summary, error)
+
+
+def _restore(replaced: list[tuple[signal.Signals, Any]]) -> None:
+    for sig, previous in replaced:
+        with contextlib.suppress(ValueError, TypeError):
+            signal.signal(sig, previous)
 
 
 def _explicit(config: AgentConfig) -> set[str]:
