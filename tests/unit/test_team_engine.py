@@ -11,7 +11,10 @@ at each turn: that is the mode-switch state machine, observed from the server.
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +27,7 @@ from deskpilot.agent._loop import Session
 from deskpilot.agent._modes import ModeSpec, discover_modes, register_mode
 from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.team import MODE, VARIANTS, TeamMode, Variant
+from deskpilot.input import DryBackend, InputController
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, tool_call
 
 V002, V003 = VARIANTS["002"], VARIANTS["003"]
@@ -124,6 +128,8 @@ def run_team(
     variant: Variant = V003,
     flags: dict[str, Any] | None = None,
     desk: SimulatedDesktop | None = None,
+    hands: Any = None,
+    handle_signals: bool = False,
 ) -> tuple[Any, ModelServer, SimulatedDesktop, TeamMode]:
     captured = Captured()
     desk = desk or SimulatedDesktop()
@@ -141,7 +147,7 @@ def run_team(
                 search_default=False,
             )
             result = run_agent(cfg, "put hello into the field and submit it", screen_factory=lambda: desk,
-                               hands_factory=lambda: desk, handle_signals=False)
+                               hands_factory=lambda: hands or desk, handle_signals=handle_signals)
     finally:
         register_mode(MODE)
     return result, srv, desk, captured.mode
@@ -475,3 +481,49 @@ def test_request_log_lines_are_json_with_redacted_images(tmp_path: Path) -> None
     image = request["messages"][1]["content"][1]["image_url"]
     assert image.startswith("data:image/png;base64,<") and "base64 chars: screen_" in image
     assert request["messages"][0]["content"].startswith("<executor system prompt")
+
+
+def test_real_input_controller_with_the_dry_backend(tmp_path: Path) -> None:
+    """The same tools through the real InputController facade (dry backend records)."""
+    v = V002
+    backend = DryBackend()
+    executor = [
+        act(v, "click", at=TARGET),
+        act(v, "drag", start=[100, 100], end=[200, 200]),
+        act(v, "key", key="ctrl+s"),
+        act(v, "scroll_up"),
+        act(v, "complete", evidence=EVIDENCE),
+    ]
+    result, srv, _, _ = run_team(tmp_path, RolePolicy(v, [plan(v), plan(v)], executor), variant=v,
+                                 hands=InputController(backend))
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PEEEPEE"
+    downs = [(a.get("x"), a.get("y")) for a in backend.actions if a["action"] == "button" and a["down"]]
+    assert downs == [(960, 444), (192, 108)]  # the click, then the drag's press at its start
+    drag_end = next(a for a in reversed(backend.actions) if a["action"] == "button" and not a["down"])
+    assert (drag_end["x"], drag_end["y"]) == (384, 216)
+    keys = [a["key"] for a in backend.actions if a["action"] == "key" and a["down"]]
+    assert keys == ["ctrl", "s"]
+    wheel = [a for a in backend.actions if a["action"] == "wheel"]
+    assert [(w["x"], w["y"]) for w in wheel] == [(960, 540)] and wheel[0]["vertical"] != 0
+
+
+def test_sigint_during_the_planners_wait_stops_with_a_debrief(tmp_path: Path) -> None:
+    v = V003
+    policy = RolePolicy(v, [plan(v), Reply(content="late", delay=30)], [act(v, "progress", status="DONE")])
+    sent: list[float] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while len(policy.roles) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    result, _, desk, _ = run_team(tmp_path, policy, variant=v, handle_signals=True)
+    watcher.join()
+    assert result.outcome == "interrupted" and "SIGINT" in (result.error or "")
+    assert desk.events[-1]["action"] == "release_all"
+    assert turns_of(result)[-1]["ended_by"] == "interrupted"
+    assert "final_status: interrupted" in log_text(result)

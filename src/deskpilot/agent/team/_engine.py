@@ -82,6 +82,8 @@ class TeamMode:
         self.config = config
         self.params = params if params is not None else resolve_params(config)
         self.variant = self.params.variant
+        #: The turn limit of this mode (the variant's 30 / 50 unless set explicitly).
+        self.max_steps = self.params.max_steps
         self.tools = executor_toolset(self.variant, min_evidence=self.params.min_evidence)
         self.planner_specs = self.variant.specs("planner")
         self.executor_specs = self.variant.specs("executor")
