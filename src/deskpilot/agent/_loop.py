@@ -263,7 +263,7 @@ class Session:
         self._pending = turn
         return turn
 
-    def close_turn(self, turn: Turn, *, request_at: float | None = None) -> None:
+    def close_turn(self, turn: Turn, *, request_at: float | None = None, defer_print: bool = True) -> None:
         """Write a turn's record (once). ``request_at`` ends its overhead interval."""
         if turn.closed:
             return
@@ -274,7 +274,15 @@ class Session:
         turn.record["timings"] = timings
         self.timing_rows.append(timings)
         self.runlog.write_turn(turn.record)
-        self.reporter.turn(turn.record)
+        loop: asyncio.AbstractEventLoop | None = None
+        if defer_print:
+            with contextlib.suppress(RuntimeError):
+                loop = asyncio.get_running_loop()
+        if loop is not None:
+            # Printed while the next request is in flight, not before it leaves.
+            loop.call_soon(self.reporter.turn, turn.record)
+        else:
+            self.reporter.turn(turn.record)
         if self._pending is turn:
             self._pending = None
 
@@ -803,7 +811,7 @@ def _finish(
                 pending.record["final"] = True
             if outcome != "answered":
                 pending.record["ended_by"] = outcome
-            session.close_turn(pending)
+            session.close_turn(pending, defer_print=False)
         summary = session.summary(outcome=outcome, answer=answer, error=error, extra=extra)
     else:
         summary = {
