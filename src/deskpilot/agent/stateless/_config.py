@@ -174,6 +174,16 @@ class StatelessSettings:
         ui = _parse_ui(self.ui)
         object.__setattr__(self, "ui", ui)
         OverlayStyle.from_ui_config(ui or {})  # validate now, where the error names the setting
+        if self.panel == "off" and (self.annotate == "browser" or not self.boot_enabled):
+            needs = (
+                "annotate = browser"
+                if self.annotate == "browser"
+                else "boot_enabled = false (POST /inject)"
+            )
+            raise ConfigError(
+                f"stateless.panel is off but {needs} needs the panel: use auto or on",
+                where="stateless.panel",
+            )
         if (self.capture_width > 0) != (self.capture_height > 0):
             raise ConfigError(
                 "stateless.capture_width and capture_height must be set together (or both 0)",

@@ -1,0 +1,716 @@
+"""The stateless engine (seed 004): one model output -> actions -> screenshot -> annotation -> request.
+
+A turn, as the seed defines it::
+
+    model output (boot, /inject or the last reply)
+      -> parse JSON (observation, bboxes, actions)          deskpilot.agent.stateless._protocol
+      -> execute every action, in order, inside the working area (CAPTURE_CROP: the sandbox)
+      -> capture AFTER the actions: crop -> resize -> settle until the screen is still
+      -> annotate: orange action heat (+ fading trail), blue boxes, labels
+           native (default): compiled kernels, ~1-2 ms at 1536x864
+           browser: the panel page draws and POSTs the PNG back (the seed's round trip)
+      -> request: system prompt + the model's own observation + the annotated image
+         (no other history: the model is stateless) -> the reply starts the next turn
+
+Pipelining: the raw screenshot's PNG is encoded and written in a worker thread while the
+annotated one is drawn and encoded in another (the native encoder and the annotation
+kernels release the GIL), and the raw record is finished while the model thinks, so the
+client-side overhead between a reply and the next request is capture + annotate + encode.
+
+Run artifacts (``LOG_LAYOUT``): ``flat`` = ``turn_0001_raw.png``, ``turn_0001_annotated.png``
+in the run directory; ``turn_dirs`` = ``turn_0001/screenshot_raw.png``,
+``screenshot_annotated.png`` and ``vlm_output.json``. ``turns.jsonl`` gets the seed's two
+records per turn (``stage: "raw"`` with the parsed reply and ``raw_png``, ``stage:
+"annotated"`` with ``annotated_png``), then the turn's own record (``stage: "turn"``: the
+actions run with their physical coordinates, the model's answer, timings) in the shared
+format of the run log. The model's text observation is ``model_observation`` there (the
+shared format uses ``observation`` for the screenshot record).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot import imaging
+from deskpilot._errors import ActionDeniedError, DeskpilotError
+from deskpilot.agent._client import Completion
+from deskpilot.agent._config import AgentConfig
+from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
+from deskpilot.agent._settle import settle
+from deskpilot.agent._tools import Hands
+from deskpilot.agent.stateless._config import StatelessSettings, output_size
+from deskpilot.agent.stateless._prompt import system_prompt, user_text
+from deskpilot.agent.stateless._protocol import Action, VlmOutput, parse_vlm_output
+from deskpilot.geometry import Mapping as GeoMapping
+from deskpilot.geometry import Rect, crop_rect
+from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
+from deskpilot.panel import PanelServer, PanelState
+
+__all__ = ["StatelessEngine", "StatelessError", "StatelessMode", "run_stateless"]
+
+log = logging.getLogger("deskpilot.stateless")
+U8 = npt.NDArray[np.uint8]
+R = TypeVar("R")
+
+
+class StatelessError(DeskpilotError):
+    """The stateless loop cannot go on (no injected output in time, no working area)."""
+
+
+@dataclass(slots=True)
+class _Frame:
+    rgb: U8
+    mapping: GeoMapping
+    digest: int
+
+
+@dataclass(slots=True)
+class _Saved:
+    png: bytes
+    name: str | None  # as turns.jsonl records it (relative to the run directory)
+    encode_ms: float
+    work_ms: float = 0.0  # annotation time inside the same worker call
+
+
+class StatelessMode:
+    """``deskpilot run --mode stateless``: the seed 004 loop over the shared session."""
+
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.settings = config.section(StatelessSettings)
+
+    async def run(self, session: Session) -> ModeResult:
+        return await StatelessEngine(session, self.settings).run()
+
+
+class StatelessEngine:
+    """One run of the stateless loop (see the module docstring)."""
+
+    def __init__(
+        self, session: Session, settings: StatelessSettings, *, state: PanelState | None = None
+    ) -> None:
+        self.session = session
+        self.settings = settings
+        self.style = settings.overlay_style
+        self.state = state or PanelState(annotate=settings.annotate)
+        self.panel: PanelServer | None = None
+        self.area: Rect | None = None
+        self.mapping: GeoMapping | None = None
+        self.hands: Hands = session.ctx.hands
+        self.dry: Any = None
+        self.system = ""
+        trail = max(0, self.style.trail_turns - 1)
+        self._previous_marks: deque[tuple[ActionMark, ...]] = deque(maxlen=trail or 1)
+        self._previous_dicts: deque[list[dict[str, Any]]] = deque(maxlen=trail or 1)
+        self._turn: Turn | None = None
+        self._log_handler: logging.Handler | None = None
+        self._log_level = logging.NOTSET
+        self._annotation_fallbacks = 0
+
+    # ------------------------------------------------------------------ run
+    async def run(self) -> ModeResult:
+        s = self.settings
+        self._start_log_file()
+        try:
+            await self._setup()
+            if s.boot_enabled:
+                text, reply_at = s.boot_vlm_output, None
+            else:
+                text, reply_at = await self._wait_injection(), time.perf_counter()
+            number = 0
+            while True:
+                number += 1
+                step = await self._run_turn(number, text, reply_at)
+                if isinstance(step, ModeResult):
+                    return step
+                text, reply_at = step
+        except BaseException as exc:
+            if isinstance(exc, StepLimit):
+                ended = "max_steps"
+            elif isinstance(exc, DeskpilotError):
+                ended = "error"
+                self.state.set_phase("error", f"{type(exc).__name__}: {exc}")
+            else:
+                ended = "interrupted"
+            if ended != "error":
+                self.state.set_phase("stopped")
+            turn = self._turn
+            if turn is not None and not turn.closed:
+                turn.record.setdefault("ended_by", ended)
+                self.session.close_turn(turn)
+            raise
+        finally:
+            if self.panel is not None:
+                await self.panel.stop()
+            if self.dry is not None:
+                self.dry.close()
+            self._stop_log_file()
+
+    async def _setup(self) -> None:
+        s = self.settings
+        session = self.session
+        full = await self._on_capture(session.screen.grab)
+        monitor = full.mapping.area
+        self.area = crop_rect(monitor, s.crop_fraction)
+        size = output_size(s, self.area.width, self.area.height)
+        self.mapping = GeoMapping(self.area, *size)
+        session.ctx.mapping = self.mapping
+        if not s.physical_execution:
+            from deskpilot.input import DryBackend, InputController
+
+            self.dry = InputController(DryBackend(desktop=monitor))
+            self.hands = self.dry
+        self.system = system_prompt(
+            session.task,
+            max_actions=s.max_actions,
+            max_bboxes=s.max_bboxes,
+            overlays=s.annotate != "none",
+            trail_turns=self.style.trail_turns if self.style.heat_enabled else 1,
+            template=s.system_prompt,
+        )
+        self.state.config_payload = {
+            "ui": self.style.to_ui_config(),
+            "capture_width": size[0],
+            "capture_height": size[1],
+            "capture_crop": list(s.capture_crop),
+            "physical_execution": s.physical_execution,
+            "task": session.task,
+        }
+        if s.panel_enabled():
+            self.panel = PanelServer(self.state, host=s.host, port=s.port)
+            await self.panel.start()
+            log.info("panel at %s", self.panel.url)
+            if not session.config.run.quiet:
+                print(f"deskpilot: panel at {self.panel.url}", file=sys.stderr, flush=True)
+        session.runlog.write_json(
+            "stateless.json",
+            {
+                "working_area": {"crop": list(s.capture_crop), **self.mapping.describe()},
+                "monitor": {
+                    "origin": [monitor.left, monitor.top],
+                    "size": [monitor.width, monitor.height],
+                },
+                "annotate": s.annotate,
+                "physical_execution": s.physical_execution,
+                "log_layout": s.log_layout,
+                "panel": self.panel.url if self.panel else None,
+                "system_prompt": self.system,
+                "ui": self.style.to_ui_config(),
+            },
+        )
+
+    async def _wait_injection(self) -> str:
+        self.state.set_phase("waiting_inject")
+        timeout = self.settings.inject_timeout or None
+        if self.panel is not None:
+            log.info("waiting for POST %s/inject", self.panel.url)
+        try:
+            return await self.state.next_injection(timeout)
+        except TimeoutError:
+            raise StatelessError(
+                f"no model output was injected within {timeout} s (BOOT_ENABLED is off: POST /inject)",
+                timeout=timeout,
+            ) from None
+
+    # ------------------------------------------------------------------ one turn
+    async def _run_turn(
+        self, number: int, text: str, reply_at: float | None
+    ) -> ModeResult | tuple[str, float]:
+        s = self.settings
+        session = self.session
+        turn = Turn(number, "stateless")
+        turn.reply_at = reply_at
+        turn.record.update(
+            {
+                "turn": number,
+                "time": round(time.time(), 3),
+                "mode": session.mode,
+                "role": "stateless",
+                "stage": "turn",
+            }
+        )
+        self._turn = turn
+
+        session.reporter.phase(number, "parse")
+        with turn.timer.phase("parse"):
+            out = parse_vlm_output(text, max_actions=s.max_actions, max_bboxes=s.max_bboxes)
+        turn.record["reply"] = {
+            **out.as_record(),
+            "text": text if len(text) <= 20000 else text[:20000],
+        }
+        marks = tuple(a.mark() for a in out.actions if a.name != "done")
+        boxes = tuple(b.mark() for b in out.bboxes)
+
+        self.state.set_phase("executing")
+        session.reporter.phase(number, "action")
+        executed = await self._execute(turn, out.actions)
+
+        self.state.set_phase("capturing")
+        if s.capture_delay > 0:
+            with turn.timer.phase("delay"):
+                await asyncio.sleep(s.capture_delay)
+        frame = await self._capture(turn)
+
+        self.state.set_phase("annotating")
+        session.reporter.phase(number, "encode")
+        raw_task = asyncio.ensure_future(
+            asyncio.to_thread(self._encode_and_save, frame.rgb, number, "raw")
+        )
+        previous_marks = tuple(self._previous_marks) if self.style.trail_turns > 1 else ()
+        previous_dicts = list(self._previous_dicts) if self.style.trail_turns > 1 else []
+        try:
+            annotated, how = await self._annotate(
+                turn,
+                number,
+                frame,
+                marks,
+                boxes,
+                previous_marks,
+                previous_dicts,
+                out,
+                text,
+                raw_task,
+            )
+        except BaseException:
+            raw_task.cancel()
+            raise
+        self._previous_marks.append(marks)
+        self._previous_dicts.append([a.as_dict() for a in out.actions if a.name != "done"])
+        turn.record["observation"] = {
+            "screenshot": annotated.name,
+            "raw": None,
+            "mapping": session.describe(frame.mapping),
+            "digest": f"{frame.digest & 0xFFFFFFFFFFFFFFFF:016x}",
+            "png_bytes": len(annotated.png),
+            "annotation": how,
+        }
+        turn.record["result"] = {
+            "ok": all(error is None for _, error in executed),
+            "actions_run": len(executed),
+            "refused": len(out.rejected),
+        }
+        if any(error is not None for _, error in executed):
+            turn.record["result"]["error"] = {"type": "action_failed"}
+
+        if out.done:
+            raw = await raw_task
+            self._finish_records(turn, number, out, text, raw, annotated, how)
+            self.state.set_phase("done")
+            turn.record["final"] = True
+            turn.record["answer"] = out.observation
+            session.last_content = text
+            session.close_turn(turn)
+            self._turn = None
+            return ModeResult("answered", out.observation, extra={"stateless": self._summary()})
+
+        injected = self.state.take_injection()
+        if injected is not None:
+            # A model output injected through the panel replaces this turn's request.
+            raw = await raw_task
+            self._finish_records(turn, number, out, text, raw, annotated, how)
+            turn.record["next"] = "injected"
+            session.close_turn(turn)
+            self._turn = None
+            return injected, time.perf_counter()
+
+        try:
+            session.check_limits()
+        except StepLimit:
+            # The last screenshot and its records still belong to the run.
+            self._finish_records(turn, number, out, text, await raw_task, annotated, how)
+            turn.record["ended_by"] = "max_steps"
+            raise
+        self.state.set_phase("calling_model")
+        with turn.timer.phase("request_build"):
+            body = self._request_body(out, executed, annotated.png, number)
+        request_at = time.perf_counter()
+        session.totals["requests"] += 1
+        session.totals["request_bytes"] += len(body)
+        session.totals["images_sent"] += 1
+        turn.record["request"] = {"messages": 2, "images": 1, "bytes": len(body)}
+        session.reporter.phase(number, "model")
+        model_task = asyncio.ensure_future(
+            session.client.complete(body, context={"turn": number, "role": "stateless"})
+        )
+        try:
+            raw = await raw_task  # finished while the model thinks
+            self._finish_records(turn, number, out, text, raw, annotated, how)
+            completion: Completion = await model_task
+        finally:
+            if not model_task.done():
+                model_task.cancel()
+            turn.timer.add("model", (time.perf_counter() - request_at) * 1000)
+            session.steps += 1
+        replied = time.perf_counter()
+        usage = completion.usage or {}
+        session.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
+        session.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        session.last_content = completion.content
+        turn.record["model"] = completion.as_record()
+        session.close_turn(turn, request_at=request_at)
+        self._turn = None
+        return completion.content, replied
+
+    def _request_body(
+        self, out: VlmOutput, executed: list[tuple[Action, str | None]], png: bytes, number: int
+    ) -> bytes:
+        model = self.session.config.model
+        history = History(self.system, keep_last_screenshots=1, keep_last_thinks=0)
+        text = user_text(
+            out.observation,
+            turn=number,
+            executed=executed,
+            rejected=out.rejected,
+            feedback=self.settings.feedback,
+        )
+        history.add_observation(png_data_url(png), text=text, label=f"turn {number}")
+        return history.build_request(
+            model=model.model,
+            tools=[],
+            temperature=model.temperature,
+            max_tokens=model.max_tokens,
+            stream=model.stream,
+            extra={"top_p": self.settings.top_p},
+        )
+
+    # ------------------------------------------------------------------ actions
+    def _physical(self, action: Action) -> dict[str, Any]:
+        assert self.mapping is not None
+        record: dict[str, Any] = {"kind": action.name}
+        if action.x1 is not None and action.y1 is not None:
+            record["x"], record["y"] = self.mapping.norm_to_physical(action.x1, action.y1)
+        if action.x2 is not None and action.y2 is not None:
+            record["x2"], record["y2"] = self.mapping.norm_to_physical(action.x2, action.y2)
+        if action.name in ("click", "right_click", "double_click"):
+            record["button"] = "right" if action.name == "right_click" else "left"
+            record["count"] = 2 if action.name == "double_click" else 1
+        elif action.name == "drag":
+            record["steps"] = self.settings.drag_duration_steps
+            record["duration"] = round(
+                self.settings.drag_duration_steps * self.settings.drag_step_delay, 4
+            )
+        elif action.name == "scroll":
+            record["dy"], record["dx"] = action.dy, action.dx
+        elif action.name == "type":
+            record["text"] = action.text
+        elif action.name == "key":
+            record["key"] = action.keys
+        return record
+
+    def _perform(self, action: Action, p: dict[str, Any]) -> None:
+        """Runs on the input thread."""
+        hands = self.hands
+        name = action.name
+        if name == "move":
+            hands.move(p["x"], p["y"])
+        elif name in ("click", "right_click", "double_click"):
+            hands.click(p["x"], p["y"], button=p["button"], count=p["count"])
+        elif name == "drag":
+            hands.drag(
+                (p["x"], p["y"]), (p["x2"], p["y2"]), duration=p["duration"], steps=p["steps"]
+            )
+        elif name == "scroll":
+            hands.scroll(p["x"], p["y"], dy=action.dy, dx=action.dx)
+        elif name == "type":
+            text = action.text or ""
+            chunk = max(1, self.session.ctx.type_chunk)
+            for start in range(0, len(text), chunk):
+                if self.session.ctx.stop.is_set():
+                    break
+                hands.type_text(text[start : start + chunk])
+        elif name == "key":
+            hands.key(action.keys or "")
+        hands.sync()
+
+    async def _execute(
+        self, turn: Turn, actions: tuple[Action, ...]
+    ) -> list[tuple[Action, str | None]]:
+        s = self.settings
+        ctx = self.session.ctx
+        done: list[tuple[Action, str | None]] = []
+        records: list[dict[str, Any]] = []
+        failed = False
+        for action in actions:
+            if action.name == "done":
+                continue
+            physical = self._physical(action)
+            entry: dict[str, Any] = {"action": action.as_dict(), "physical": physical}
+            records.append(entry)
+            if failed:
+                entry["skipped"] = "an earlier action of this turn failed"
+                continue
+            if done and s.action_delay_seconds > 0:
+                with turn.timer.phase("delay"):
+                    await asyncio.sleep(s.action_delay_seconds)
+            started = time.perf_counter()
+            error: str | None = None
+            try:
+                ctx.check_policy(physical)
+                await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
+            except ActionDeniedError as exc:
+                error = f"refused by policy: {exc}"
+            except DeskpilotError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                failed = True
+            turn.timer.add("action", (time.perf_counter() - started) * 1000)
+            entry["ok"] = error is None
+            if error:
+                entry["error"] = error
+                log.warning("turn %d: %s failed: %s", turn.number, action.describe(), error)
+            done.append((action, error))
+        turn.record["actions"] = records
+        if self.dry is not None:
+            turn.record["dry_run"] = True
+        return done
+
+    # ------------------------------------------------------------------ screen
+    async def _on_capture(self, fn: Callable[[], R]) -> R:
+        # The session's capture thread owns the X connection / GDI DC of its screen.
+        return await self.session._capture.call(fn)
+
+    def _grab(self) -> _Frame:
+        """Runs on the capture thread: the working area at the model's image size."""
+        assert self.area is not None and self.mapping is not None
+        shot = self.session.screen.grab_region(self.area)
+        rgb = shot.rgb
+        w, h = self.mapping.image_width, self.mapping.image_height
+        if rgb.shape[1] != w or rgb.shape[0] != h:
+            rgb = imaging.downscale(rgb, (w, h))
+        elif not rgb.flags.writeable or not rgb.flags.c_contiguous:
+            rgb = np.ascontiguousarray(rgb).copy()
+        return _Frame(rgb, self.mapping, imaging.frame_digest(rgb))
+
+    async def _capture(self, turn: Turn) -> _Frame:
+        async def probe() -> tuple[int, _Frame]:
+            started = time.perf_counter()
+            frame = await self._on_capture(self._grab)
+            turn.timer.add("capture", (time.perf_counter() - started) * 1000)
+            return frame.digest, frame
+
+        before = turn.timer.phases.get("capture", 0.0)
+        started = time.perf_counter()
+        result = await settle(probe, self.session.settle_policy)
+        grabbed = turn.timer.phases.get("capture", 0.0) - before
+        turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
+        turn.record["settle"] = result.as_dict()
+        return result.payload
+
+    # ------------------------------------------------------------------ images
+    def _path(self, number: int, kind: str) -> tuple[str, Path]:
+        root = self.session.runlog.path
+        if self.settings.log_layout == "turn_dirs":
+            folder = root / f"turn_{number:04d}"
+            folder.mkdir(exist_ok=True)
+            return f"turn_{number:04d}/screenshot_{kind}.png", folder / f"screenshot_{kind}.png"
+        return f"turn_{number:04d}_{kind}.png", root / f"turn_{number:04d}_{kind}.png"
+
+    def _write(self, number: int, kind: str, png: bytes) -> str | None:
+        if not self.session.runlog.save_screenshots:
+            return None
+        name, path = self._path(number, kind)
+        path.write_bytes(png)
+        self.session.runlog.screenshots.append(name)
+        return name
+
+    def _encode_and_save(self, rgb: U8, number: int, kind: str) -> _Saved:
+        """Runs in a worker thread (the encoder releases the GIL)."""
+        started = time.perf_counter()
+        png = imaging.encode_png(rgb, level=self.session.config.screen.png_level)
+        encode_ms = (time.perf_counter() - started) * 1000
+        return _Saved(png, self._write(number, kind, png), encode_ms)
+
+    def _annotate_and_save(
+        self,
+        rgb: U8,
+        number: int,
+        marks: tuple[ActionMark, ...],
+        boxes: tuple[BoxMark, ...],
+        previous: tuple[tuple[ActionMark, ...], ...],
+    ) -> _Saved:
+        """Runs in a worker thread: copy (the raw encoder reads the original), draw, encode, write."""
+        started = time.perf_counter()
+        canvas = rgb.copy()
+        annotate(canvas, marks, boxes, style=self.style, previous=previous)
+        drawn = time.perf_counter()
+        png = imaging.encode_png(canvas, level=self.session.config.screen.png_level)
+        encoded = time.perf_counter()
+        return _Saved(
+            png,
+            self._write(number, "annotated", png),
+            (encoded - drawn) * 1000,
+            (drawn - started) * 1000,
+        )
+
+    async def _annotate(
+        self,
+        turn: Turn,
+        number: int,
+        frame: _Frame,
+        marks: tuple[ActionMark, ...],
+        boxes: tuple[BoxMark, ...],
+        previous_marks: tuple[tuple[ActionMark, ...], ...],
+        previous_dicts: list[list[dict[str, Any]]],
+        out: VlmOutput,
+        text: str,
+        raw_task: asyncio.Future[_Saved],
+    ) -> tuple[_Saved, str]:
+        s = self.settings
+        size = (frame.mapping.image_width, frame.mapping.image_height)
+
+        def publish(raw: _Saved) -> None:
+            self.state.publish(
+                turn=number,
+                raw_png=raw.png,
+                image_size=size,
+                observation=out.observation,
+                bboxes=[b.as_dict() for b in out.bboxes],
+                actions=[a.as_dict() for a in out.actions if a.name != "done"],
+                vlm_json=text,
+                trail=previous_dicts,
+                rejected=[r.as_dict() for r in out.rejected],
+            )
+
+        if s.annotate == "browser":
+            raw = await raw_task
+            turn.timer.add("encode", raw.encode_ms)
+            publish(raw)
+            started = time.perf_counter()
+            try:
+                png = await self.state.wait_annotation(number, s.annotate_timeout)
+            except TimeoutError:
+                turn.timer.add("annotate", (time.perf_counter() - started) * 1000)
+                self._annotation_fallbacks += 1
+                message = f"no annotated image from the panel within {s.annotate_timeout} s: drawn natively instead"
+                log.warning("turn %d: %s", number, message)
+                self.state.set_phase("annotating", message)
+                saved = await asyncio.to_thread(
+                    self._annotate_and_save, frame.rgb, number, marks, boxes, previous_marks
+                )
+                turn.timer.add("annotate", saved.work_ms)
+                turn.timer.add("encode", saved.encode_ms)
+                self.state.set_annotated(number, saved.png)
+                return saved, "native_fallback"
+            turn.timer.add("annotate", (time.perf_counter() - started) * 1000)
+            name = await asyncio.to_thread(self._write, number, "annotated", png)
+            return _Saved(png, name, 0.0), "browser"
+
+        if s.annotate == "none":
+            raw = await raw_task
+            turn.timer.add("encode", raw.encode_ms)
+            publish(raw)
+            name = await asyncio.to_thread(self._write, number, "annotated", raw.png)
+            self.state.set_annotated(number, raw.png)
+            return _Saved(raw.png, name, 0.0), "none"
+
+        saved = await asyncio.to_thread(
+            self._annotate_and_save, frame.rgb, number, marks, boxes, previous_marks
+        )
+        turn.timer.add("annotate", saved.work_ms)
+        turn.timer.add("encode", saved.encode_ms)
+        self.state.set_annotated(number, saved.png)
+
+        def publish_when_raw_done(task: asyncio.Future[_Saved]) -> None:
+            if not task.cancelled() and task.exception() is None:
+                publish(task.result())
+                self.state.set_annotated(number, saved.png)
+
+        raw_task.add_done_callback(publish_when_raw_done)
+        return saved, "native"
+
+    # ------------------------------------------------------------------ records
+    def _finish_records(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        text: str,
+        raw: _Saved,
+        annotated: _Saved,
+        how: str,
+    ) -> None:
+        """The seed's raw and annotated records (and turn_dirs' vlm_output.json)."""
+        runlog = self.session.runlog
+        turn.record["observation"]["raw"] = raw.name
+        if self.settings.annotate != "browser":
+            # In native mode the raw encode ran beside the annotation, off the critical path.
+            turn.record.setdefault("background_ms", {})["encode_raw"] = round(raw.encode_ms, 3)
+        runlog.write_turn(
+            {
+                "turn": number,
+                "stage": "raw",
+                "model_observation": out.observation,
+                "bboxes": [b.as_dict() for b in out.bboxes],
+                "actions": [a.as_dict() for a in out.actions],
+                "rejected": [r.as_dict() for r in out.rejected],
+                "source": out.source,
+                "raw_png": raw.name,
+            }
+        )
+        runlog.write_turn(
+            {
+                "turn": number,
+                "stage": "annotated",
+                "annotated_png": annotated.name,
+                "annotation": how,
+            }
+        )
+        if self.settings.log_layout == "turn_dirs" and runlog.save_screenshots:
+            runlog.write_json(
+                f"turn_{number:04d}/vlm_output.json", {"text": text, **out.as_record()}
+            )
+        log.info(
+            "turn %d: %d action(s), %d refused, observation: %s",
+            number,
+            len(out.actions),
+            len(out.rejected),
+            out.observation[:200],
+        )
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "panel": self.panel.url if self.panel else None,
+            "annotate": self.settings.annotate,
+            "annotation_fallbacks": self._annotation_fallbacks,
+            "working_area": self.mapping.describe() if self.mapping else None,
+        }
+
+    # ------------------------------------------------------------------ main.log
+    def _start_log_file(self) -> None:
+        if not self.settings.log_to_file:
+            return
+        handler = logging.FileHandler(self.session.runlog.path / "main.log", encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setLevel(logging.INFO)
+        root = logging.getLogger("deskpilot")
+        self._log_level = root.level
+        root.addHandler(handler)
+        if root.level == logging.NOTSET or root.level > logging.INFO:
+            root.setLevel(logging.INFO)
+        self._log_handler = handler
+
+    def _stop_log_file(self) -> None:
+        if self._log_handler is not None:
+            root = logging.getLogger("deskpilot")
+            root.removeHandler(self._log_handler)
+            root.setLevel(self._log_level)
+            self._log_handler.close()
+            self._log_handler = None
+
+
+def run_stateless(config: AgentConfig, task: str, **kwargs: Any) -> RunResult:
+    """Run ``task`` in the stateless mode (``config.agent.mode`` is overridden); see :func:`run_agent`."""
+    from dataclasses import replace
+
+    return run_agent(config.replace(agent=replace(config.agent, mode="stateless")), task, **kwargs)

@@ -1,0 +1,417 @@
+"""The stateless engine end to end without a display: real loop, real HTTP client, the real
+test model server, the simulated desktop (Xvfb runs are in tests/integration)."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import orjson
+import pytest
+from PIL import Image
+
+from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
+from deskpilot.agent._modes import discover_modes
+from deskpilot.agent._simulated import CLICKED_RGB, SimulatedDesktop
+from deskpilot.agent.stateless import StatelessSettings, run_stateless
+from deskpilot.testing import ModelServer, ScriptedPolicy
+
+# The simulated desktop (1920x1080): target button at (880, 400, 160, 90), text field at
+# (660, 600, 600, 60). In 0..1000 of the whole screen:
+TARGET = (500, 412)
+FIELD = (500, 583)
+
+
+def reply(
+    observation: str, *actions: dict[str, Any], bboxes: list[dict[str, Any]] | None = None
+) -> str:
+    return json.dumps(
+        {"observation": observation, "bboxes": bboxes or [], "actions": list(actions)}
+    )
+
+
+def click(x: int, y: int, name: str = "click") -> dict[str, Any]:
+    return {"name": name, "x1": x, "y1": y}
+
+
+def config(tmp_path: Path, endpoint: str, **stateless: Any) -> Any:
+    discover_modes()
+    flags: dict[str, Any] = {
+        "model.endpoint": endpoint,
+        "run.runs_dir": str(tmp_path / "runs"),
+        "run.quiet": True,
+        "agent.mode": "stateless",
+        "agent.max_steps": 6,
+        "stateless.capture_scale_percent": 50,
+        "stateless.action_delay_seconds": 0,
+        "stateless.drag_step_delay": 0,
+        "stateless.panel": "off",
+    }
+    flags.update({f"stateless.{k}": v for k, v in stateless.items()})
+    return load_config(flags=flags, env={}, search_default=False)
+
+
+def run(
+    tmp_path: Path,
+    replies: list[Any],
+    *,
+    desk: SimulatedDesktop | None = None,
+    task: str = "click the button",
+    **stateless: Any,
+) -> tuple[Any, ModelServer, SimulatedDesktop]:
+    desk = desk or SimulatedDesktop()
+    with ModelServer(ScriptedPolicy(replies), keep_images=10) as server:
+        cfg = config(tmp_path, server.endpoint, **stateless)
+        result = run_agent(
+            cfg, task, screen_factory=lambda: desk, hands_factory=lambda: desk, handle_signals=False
+        )
+    return result, server, desk
+
+
+def decode(png: bytes) -> np.ndarray[Any, Any]:
+    with Image.open(io.BytesIO(png)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return list(iter_turns(run_dir))
+
+
+# -- the whole loop -----------------------------------------------------------------------------------
+
+
+def test_native_run_executes_annotates_and_stays_stateless(tmp_path: Path) -> None:
+    boot = reply("I start by clicking the target.", click(*TARGET))
+    result, server, desk = run(
+        tmp_path,
+        [
+            reply(
+                "Target is green. Now the field.",
+                click(*FIELD),
+                {"name": "type", "text": "héllo"},
+                {"name": "key", "keys": "enter"},
+                bboxes=[{"x1": 340, "y1": 550, "x2": 660, "y2": 620, "label": "field"}],
+            ),
+            reply("Submitted, all done.", {"name": "done"}),
+        ],
+        boot_vlm_output=boot,
+    )
+    assert result.outcome == "answered", result.error
+    assert result.answer == "Submitted, all done."
+    assert desk.target_clicks and desk.submitted == ["héllo"]
+    assert not server.problems
+    # Stateless: every request is the system prompt + one user message with one image.
+    assert len(server.requests) == 2
+    for request in server.requests:
+        roles = [m["role"] for m in request.messages]
+        assert roles == ["system", "user"]
+        assert len(request.images) == 1 and (request.images[0].width, request.images[0].height) == (
+            960,
+            540,
+        )
+        assert request.body["top_p"] == 1.0 and "tools" not in request.body
+    system = server.requests[0].messages[0]["content"]
+    assert "TASK: click the button" in system and "0..1000" in system and "orange" in system
+    first_text = server.requests[0].messages[1]["content"][0]["text"]
+    assert "I start by clicking the target." in first_text and "1 click 500,412" in first_text
+    second_text = server.requests[1].messages[1]["content"][0]["text"]
+    assert (
+        "Target is green" in second_text
+        and 'type "héllo"' in second_text
+        and "key enter" in second_text
+    )
+
+    # The first image shows the target clicked (green) with orange heat over it.
+    first = decode(server.requests[0].images[0].data or b"")
+    cx, cy = 480, 222  # target centre at 50 %
+    assert (
+        first[cy - 30 : cy + 30, cx - 70 : cx - 50].reshape(-1, 3).tolist().count(list(CLICKED_RGB))
+        == 0
+    )
+    near = first[cy - 8 : cy + 8, cx - 8 : cx + 8].astype(int)
+    assert (near[..., 0] > near[..., 1] + 40).any(), "no orange heat at the click"
+    run_dir = result.run_dir
+    raw = decode((run_dir / "turn_0001_raw.png").read_bytes())
+    assert (raw[cy - 20 : cy + 20, cx - 20 : cx + 20] == CLICKED_RGB).all(axis=2).mean() > 0.9
+    assert (run_dir / "turn_0001_annotated.png").read_bytes() == server.requests[0].images[0].data
+
+    # Run directory: the shared format validates; the seed's raw/annotated records are there.
+    assert validate_run_dir(run_dir) == []
+    recs = records(run_dir)
+    stages = [(r["turn"], r.get("stage")) for r in recs]
+    assert stages == [
+        (1, "raw"),
+        (1, "annotated"),
+        (1, "turn"),
+        (2, "raw"),
+        (2, "annotated"),
+        (2, "turn"),
+        (3, "raw"),
+        (3, "annotated"),
+        (3, "turn"),
+    ]
+    raw1 = recs[0]
+    assert (
+        raw1["model_observation"] == "I start by clicking the target."
+        and raw1["raw_png"] == "turn_0001_raw.png"
+    )
+    assert raw1["actions"] == [{"name": "click", "x1": 500, "y1": 412}]
+    assert (
+        recs[1]["annotated_png"] == "turn_0001_annotated.png" and recs[1]["annotation"] == "native"
+    )
+    turn1 = recs[2]
+    assert turn1["actions"][0]["physical"] == {
+        "kind": "click",
+        "x": 960,
+        "y": 444,
+        "button": "left",
+        "count": 1,
+    }
+    assert {"parse", "action", "capture", "annotate", "encode", "model"} <= set(turn1["timings"])
+    assert "overhead" not in turn1["timings"]  # the boot output is no model reply
+    assert "overhead" in recs[5]["timings"]  # reply 1 -> request 2
+    assert turn1["observation"]["screenshot"] == "turn_0001_annotated.png"
+    assert recs[-1]["final"] is True and recs[-1]["answer"] == "Submitted, all done."
+    summary = load_summary(run_dir)
+    assert summary["mode"] == "stateless" and "annotate" in summary["phases"]
+    assert summary["stateless"]["annotate"] == "native"
+    assert (run_dir / "main.log").read_text().count("turn 1:") == 1
+    info = orjson.loads((run_dir / "stateless.json").read_bytes())
+    assert (
+        info["working_area"]["image_size"] == [960, 540]
+        and "TASK: click the button" in info["system_prompt"]
+    )
+
+
+def test_crop_sandboxes_actions_and_dry_run_touches_nothing(tmp_path: Path) -> None:
+    boot = reply(
+        "corner",
+        click(1000, 1000),
+        {"name": "drag", "x1": 0, "y1": 0, "x2": 500, "y2": 500},
+        {"name": "scroll", "direction": "up", "amount": 2},
+    )
+    result, server, desk = run(
+        tmp_path,
+        [reply("done", {"name": "done"})],
+        boot_vlm_output=boot,
+        capture_crop="0,0,500,500",
+        capture_scale_percent=100,
+        physical_execution=False,
+    )
+    assert result.outcome == "answered", result.error
+    # Nothing reached the desktop but the loop's final safety release.
+    assert [e["action"] for e in desk.events] == ["release_all"] and not desk.target_clicks
+    assert (server.requests[0].images[0].width, server.requests[0].images[0].height) == (960, 540)
+    turn1 = next(r for r in records(result.run_dir) if r.get("stage") == "turn")
+    physical = [a["physical"] for a in turn1["actions"]]
+    # (1000, 1000) of the top-left quadrant is its last pixel, never outside it.
+    assert physical[0]["x"] == 959 and physical[0]["y"] == 539
+    assert (physical[1]["x"], physical[1]["y"], physical[1]["x2"], physical[1]["y2"]) == (
+        0,
+        0,
+        480,
+        270,
+    )
+    assert physical[2] == {"kind": "scroll", "x": 480, "y": 270, "dy": -2, "dx": 0}
+    assert turn1["dry_run"] is True and all(a["ok"] for a in turn1["actions"])
+
+
+def test_turn_dirs_layout_and_garbage_replies(tmp_path: Path) -> None:
+    result, server, _ = run(
+        tmp_path,
+        [
+            "I am not sure what to do.",
+            reply("ok", {"name": "fly", "x1": 1, "y1": 1}),
+            reply("done", {"name": "done"}),
+        ],
+        log_layout="turn_dirs",
+    )
+    assert result.outcome == "answered", result.error
+    run_dir = result.run_dir
+    for n in (1, 2, 3, 4):
+        folder = run_dir / f"turn_{n:04d}"
+        assert (folder / "screenshot_raw.png").is_file() and (
+            folder / "screenshot_annotated.png"
+        ).is_file()
+        assert (folder / "vlm_output.json").is_file()
+    garbage = orjson.loads((run_dir / "turn_0002" / "vlm_output.json").read_bytes())
+    assert (
+        garbage["text"] == "I am not sure what to do."
+        and garbage["source"] == "text"
+        and garbage["actions"] == []
+    )
+    # The model hears about what was refused.
+    third = server.requests[2].messages[1]["content"][0]["text"]
+    assert "Refused from your last answer: action 1: unknown action 'fly'" in third
+    assert validate_run_dir(run_dir) == []
+
+
+def test_max_steps_closes_the_record(tmp_path: Path) -> None:
+    discover_modes()
+    desk = SimulatedDesktop()
+    with ModelServer(
+        ScriptedPolicy([reply("again", click(10, 10))], on_exhausted="repeat")
+    ) as server:
+        result = run_stateless(
+            load_config(
+                flags={
+                    "model.endpoint": server.endpoint,
+                    "run.runs_dir": str(tmp_path / "runs"),
+                    "agent.max_steps": 2,
+                    "stateless.panel": "off",
+                    "stateless.action_delay_seconds": 0,
+                    "run.quiet": True,
+                },
+                env={},
+                search_default=False,
+            ),
+            "loop",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+        )
+    assert result.outcome == "max_steps" and result.steps == 2
+    assert validate_run_dir(result.run_dir) == []
+    turns = [r for r in records(result.run_dir) if r.get("stage") == "turn"]
+    assert [t["turn"] for t in turns] == [1, 2, 3] and turns[-1]["ended_by"] == "max_steps"
+
+
+def test_browser_annotation_round_trip_and_timeout_fallback(tmp_path: Path) -> None:
+    """A stand-in for the panel page: polls /state and posts an annotated image back."""
+    desk = SimulatedDesktop()
+    posted: list[int] = []
+    stop = threading.Event()
+
+    problems: list[str] = []
+
+    def fake_page() -> None:
+        base = None
+        while base is None and not stop.is_set():
+            found = list((tmp_path / "runs").glob("*/stateless.json"))
+            if found:
+                base = orjson.loads(found[0].read_bytes())["panel"]
+            time.sleep(0.02)
+        with httpx.Client(base_url=base, timeout=5) as client:
+            while not stop.is_set():
+                try:
+                    state = client.get("/state").json()
+                except httpx.HTTPError:
+                    return  # the run ended and the panel with it
+                if (
+                    state["waiting_annotation"]
+                    and state["pending_seq"] not in posted
+                    and state["pending_seq"] != 2
+                ):
+                    img = decode(base64.b64decode(state["raw_b64"])).copy()
+                    img[:10, :10] = (0, 255, 0)  # "the overlay" this page draws
+                    buf = io.BytesIO()
+                    Image.fromarray(img).save(buf, format="PNG")
+                    wrong = client.post(
+                        "/annotated", json={"seq": state["pending_seq"] + 7, "image_b64": "AAAA"}
+                    )
+                    if wrong.status_code != 409:
+                        problems.append(f"wrong seq answered {wrong.status_code}")
+                    ok = client.post(
+                        "/annotated",
+                        json={
+                            "seq": state["pending_seq"],
+                            "image_b64": base64.b64encode(buf.getvalue()).decode(),
+                        },
+                    )
+                    if ok.status_code != 200:
+                        problems.append(f"annotated answered {ok.status_code}: {ok.text}")
+                    posted.append(state["pending_seq"])
+                time.sleep(0.02)
+
+    page = threading.Thread(target=fake_page, daemon=True)
+    page.start()
+    try:
+        result, server, _ = run(
+            tmp_path,
+            [reply("two", click(*FIELD)), reply("three", {"name": "done"})],
+            desk=desk,
+            annotate="browser",
+            panel="on",
+            port=0,
+            annotate_timeout=0.5,
+        )
+    finally:
+        stop.set()
+        page.join(5)
+    assert result.outcome == "answered", result.error
+    assert problems == []
+    assert posted == [1, 3]  # turn 2 is left unanswered: the engine draws it natively
+    first = decode(server.requests[0].images[0].data or b"")
+    assert (first[:10, :10] == (0, 255, 0)).all()
+    how = {
+        r["turn"]: r["annotation"] for r in records(result.run_dir) if r.get("stage") == "annotated"
+    }
+    assert how == {1: "browser", 2: "native_fallback", 3: "browser"}
+    assert load_summary(result.run_dir)["stateless"]["annotation_fallbacks"] == 1
+
+
+def test_wait_for_injection_then_timeout_is_an_error(tmp_path: Path) -> None:
+    result, server, _ = run(
+        tmp_path, [], boot_enabled=False, inject_timeout=0.2, port=0, panel="auto"
+    )
+    assert result.outcome == "error" and "no model output was injected" in (result.error or "")
+    assert server.requests == []
+
+
+def test_injection_starts_the_loop(tmp_path: Path) -> None:
+    injected: list[int] = []
+
+    def inject() -> None:
+        for _ in range(250):
+            found = list((tmp_path / "runs").glob("*/stateless.json"))
+            if found:
+                base = orjson.loads(found[0].read_bytes())["panel"]
+                response = httpx.post(
+                    f"{base}/inject",
+                    json={"vlm_text": reply("injected", click(*TARGET))},
+                    timeout=5,
+                )
+                injected.append(response.status_code)
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=inject, daemon=True)
+    thread.start()
+    result, server, desk = run(
+        tmp_path,
+        [reply("done", {"name": "done"})],
+        boot_enabled=False,
+        inject_timeout=10,
+        port=0,
+        panel="auto",
+    )
+    thread.join(5)
+    assert injected == [202]
+    assert result.outcome == "answered" and desk.target_clicks
+    assert "injected" in server.requests[0].messages[1]["content"][0]["text"]
+
+
+def test_settings_validation() -> None:
+    with pytest.raises(ValueError):
+        StatelessSettings(capture_crop=(0, 0, 0, 10))  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        StatelessSettings(capture_width=100)
+    assert StatelessSettings(capture_crop="[0, 0, 250, 250]").capture_crop == (0, 0, 250, 250)  # type: ignore[arg-type]
+    assert StatelessSettings(
+        capture_crop={"x1": 0, "y1": 0, "x2": 250, "y2": 1000}
+    ).crop_fraction == (0.0, 0.0, 0.25, 1.0)  # type: ignore[arg-type]
+    assert (
+        StatelessSettings(ui='{"executed_heat": {"trail_turns": 2}}').overlay_style.trail_turns == 2
+    )  # type: ignore[arg-type]
+    assert StatelessSettings(annotate="browser", panel="auto").panel_enabled()
+    assert not StatelessSettings().panel_enabled()
+    assert StatelessSettings(boot_enabled=False).panel_enabled()
+    with pytest.raises(ValueError, match="needs the panel"):
+        StatelessSettings(annotate="browser", panel="off")
