@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +350,37 @@ def test_task_prompt_reads_a_line_or_fails_clearly() -> None:
         ask_for_task(stdin=FakeTTY("\n"), stdout=io.StringIO())
     with pytest.raises(ConfigError, match=r"not a terminal.*deskpilot run --mode team"):
         ask_for_task(stdin=FakeTTY("task\n", tty=False), stdout=io.StringIO())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX pseudo-terminal")
+@pytest.mark.parametrize(("typed", "expected"), [(b"open the editor\n", "TASK='open the editor'"), (b"\x04", "input ended")])
+def test_task_prompt_on_a_real_terminal(typed: bytes, expected: str) -> None:
+    import pty
+    import sys
+    import time
+
+    code = (
+        "from deskpilot.agent.team import ask_for_task\n"
+        "from deskpilot.errors import ConfigError\n"
+        "try:\n    print('TASK=' + repr(ask_for_task()))\n"
+        "except ConfigError as exc:\n    print('ERROR', exc)\n"
+    )
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execv(sys.executable, [sys.executable, "-c", code])
+    out, sent = b"", False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+        if b"Task: " in out and not sent:
+            os.write(fd, typed)
+            sent = True
+    os.waitpid(pid, 0)
+    os.close(fd)
+    assert expected in out.decode("utf-8", "replace")
