@@ -689,11 +689,21 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="team variant: 002 (commander/operator) or 003 (planner/executor, default); "
         "role names like 'commander' or 'planner' work too",
     )
-    parser.add_argument("--review-interval", type=int, metavar="N", help="planner review every N turns (5 / 7)")
     parser.add_argument(
-        "--compression-threshold", type=int, metavar="N", help="active actions that trigger compression (8 / 12)"
+        "--review-interval", type=int, metavar="N", help="planner review every N turns (5 / 7)"
     )
-    parser.add_argument("--turn-delay", type=float, metavar="S", help="seconds to sleep after each turn (seeds: 1.5)")
+    parser.add_argument(
+        "--compression-threshold",
+        type=int,
+        metavar="N",
+        help="active actions that trigger compression (8 / 12)",
+    )
+    parser.add_argument(
+        "--turn-delay",
+        type=float,
+        metavar="S",
+        help="seconds to sleep after each turn (seeds: 1.5)",
+    )
     parser.add_argument(
         "--loop-recovery",
         action=argparse.BooleanOptionalAction,

@@ -12,7 +12,6 @@ Payloads carry the seeds' result strings under ``"result"`` ("Clicked: Save butt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
 from deskpilot.agent._tools import (
@@ -165,7 +164,3 @@ def executor_toolset(variant: Variant, *, min_evidence: int = 100) -> ToolSet:
         else:
             tools.append(Tool(spec.name, spec.description, spec.parameters, run, kind="action"))
     return make_toolset(f"team{variant.name}", tools)
-
-
-def specs_by_name(variant: Variant) -> Mapping[str, ToolSpec]:
-    return {s.name: s for s in (*variant.planner_tools, *variant.executor_tools)}
