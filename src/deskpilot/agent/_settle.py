@@ -2,7 +2,8 @@
 
 The seeds sleep 60-120 ms after every action and 0.4 s after every step whether the
 screen changed or not. Here a *probe* (a cheap capture returning a frame digest and
-its payload) is polled until two consecutive probes match, bounded below by
+its payload) is polled every ``poll_s`` (start to start) until two consecutive probes
+match, bounded below by
 ``min_s`` (some apps start repainting late) and above by ``max_s`` (a video or a
 blinking caret never settles). The last probe's payload is returned so the loop can
 reuse that frame as the next observation instead of capturing again.
@@ -75,14 +76,20 @@ async def settle(probe: Probe[T], policy: SettlePolicy) -> SettleResult[T]:
         # Nothing before min_s can count as settled, so do not spend probes on it; one
         # poll interval before the deadline leaves room for the first comparison.
         await asyncio.sleep(max(0.0, policy.min_s - policy.poll_s))
+    probe_started = time.perf_counter()
     digest, payload = await probe()
     polls = 1
     while True:
-        elapsed = time.perf_counter() - start
+        now = time.perf_counter()
+        elapsed = now - start
         if elapsed >= policy.max_s:
             return SettleResult(payload, digest, polls, False, elapsed)
-        if policy.poll_s > 0:
-            await asyncio.sleep(min(policy.poll_s, max(0.0, policy.max_s - elapsed)))
+        # poll_s is the sampling period, start to start: a probe that itself takes
+        # 8 ms leaves 2 ms to sleep at the default 10 ms.
+        wait = min(policy.poll_s - (now - probe_started), policy.max_s - elapsed)
+        if wait > 0:
+            await asyncio.sleep(wait)
+        probe_started = time.perf_counter()
         new_digest, new_payload = await probe()
         polls += 1
         elapsed = time.perf_counter() - start
