@@ -805,6 +805,7 @@ def _finish(
     started: float,
 ) -> dict[str, Any]:
     if session is not None:
+        session._drop_prefetch()
         pending = session.pending
         if pending is not None:
             if outcome in ("answered",) and "final" not in pending.record:
