@@ -88,6 +88,8 @@ def test_pixel_policy_clicks_types_and_submits(tmp_path: Path, stream: bool) -> 
     for phase in ("model", "action", "settle", "capture", "request_build"):
         assert phase in click["timings"]
     assert turns[-1]["final"] is True and turns[-1]["answer"] == result.answer
+    # Streaming: each call started as soon as it was complete, before the stream ended.
+    assert [t.get("action_started_early", False) for t in turns[1:4]] == [stream] * 3
     summary = result.summary
     assert summary["totals"]["tool_calls"] == 3 and summary["totals"]["tool_errors"] == 0
     assert {"p50_ms", "p95_ms"} <= set(summary["phases"]["overhead"])

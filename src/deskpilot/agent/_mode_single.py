@@ -102,6 +102,7 @@ class SingleMode:
                 if task is not None and early["call"].id == call.id:
                     outcome = await task
                     early.pop("task")
+                    turn.record["action_started_early"] = True  # while the stream was still arriving
                 else:
                     outcome = await session.act(turn, call, self.tools)
                 results.append((call, outcome))

@@ -37,6 +37,7 @@ A ``turns.jsonl`` record (keys absent when not applicable)::
      "settle": {"polls": 3, "stable": true, "waited_ms": 24.1},
      "timings": {"parse": 0.1, "action": 3.2, "settle": 24.1, "capture": 9.8,
                  "encode": 4.1, "request_build": 0.3, "model": 812.0, "overhead": 41.6},
+     "action_started_early": true,         # streaming: the call ran before the stream ended
      "final": false, "answer": "..."}       # answer only on the final turn
 
 Turn 0 is the initial observation (no model call). ``mapping`` is what replay needs to
