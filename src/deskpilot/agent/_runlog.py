@@ -22,33 +22,56 @@ Layout (format version 1)::
 A ``turns.jsonl`` record (keys absent when not applicable)::
 
     {"v": 1, "turn": 3, "time": 1732250000.123, "mode": "single", "role": "agent",
-     "request": {"messages": 9, "images": 2, "bytes": 812345},
-     "model": {"content": "...", "finish_reason": "tool_calls", "usage": {...},
-               "tool_calls": [{"id": "call_1", "name": "click_element",
-                               "arguments": "{\\"label\\": \\"OK\\", \\"box\\": [500, 300]}"}]},
+     "request": {"messages": 9, "images": 2, "bytes": 812345},   # what was sent this turn
+     "model": {"content": "...", "reasoning": null, "finish_reason": "tool_calls",
+               "usage": {...}, "timings": {...}, "attempts": 1, "streamed": false,
+               "tool_calls": [{"id": "call_1", "name": "click_element", "arguments": {...},
+                               "raw_arguments": "{...}"}]},
      "tool_call": {"id": "call_1", "name": "click_element", "arguments": {...}},
-     "result": {"ok": true, ...},              # the payload the model got back
-     "extra_calls": [{"id": ..., "name": ..., "result": {...too_many_tool_calls...}}],
-     "action": {"kind": "click", "x": 960, "y": 324, "button": "left", "count": 1},
+                                               # + "raw_arguments" when they did not parse
+     "result": {"ok": true, "action": "click", "label": "OK", "box": [...], "point": [...],
+                "changed": true, "changed_region": [x1, y1, x2, y2],   # 0..1000, or null
+                "pointer_moved_only": true, "no_effect_repeats": 3, "warning": "..."},
+                                               # the payload the model got back
+     "action": {"kind": "click", "x": 960, "y": 324, "button": "left", "count": 1, "label": "OK"},
      "mapping": {"monitor": 1, "origin": [0, 0], "physical_size": [1920, 1080],
-                 "image_size": [1536, 864], "scale": [1.25, 1.25]},  # frame the call used
-     "observation": {"screenshot": "screen_0004.png", "mapping": {...}, "digest": "9f..",
-                     "reused": false, "changed": true, "changed_region": [x1, y1, x2, y2]},
-     "settle": {"polls": 3, "stable": true, "waited_ms": 24.1},
-     "timings": {"parse": 0.1, "action": 3.2, "settle": 24.1, "capture": 9.8,
-                 "encode": 4.1, "request_build": 0.3, "model": 812.0, "overhead": 41.6},
-     "action_started_early": true,         # streaming: the call ran before the stream ended
-     "final": false, "answer": "..."}       # answer only on the final turn
+                 "image_size": [1536, 864], "scale": [1.25, 1.25]},  # the frame the call used
+     "more_calls": [{...tool_call..., "result", "action", "mapping"}],  # agent.one_tool_call off
+     "extra_calls": [{"id": ..., "name": ..., "result": {...too_many_tool_calls...}}],
+     "settle": {"polls": 2, "stable": true, "waited_ms": 24.1},
+     "screen_unchanged": true,                 # the settled screen equals the last frame
+     "observation": {"screenshot": "screen_0004.png", "mapping": {...}, "digest": "9f...",
+                     "reused": false,          # same frame encoded before: no new file
+                     "unchanged": false,       # same pixels as the last image sent
+                     "zoomed": false, "png_bytes": 81234,
+                     "sent": "image"},         # or "note": a one-line text instead
+     "timings": {"model": 812.0, "parse": 0.1, "action": 3.2, "capture": 9.8,
+                 "settle": 4.1, "encode": 4.1, "request_build": 0.3, "overhead": 21.6},
+     "action_started_early": true,             # streaming: the call ran before the stream ended
+     "final": true, "answer": "...",           # the final turn only
+     "ended_by": "interrupted"}                # the last turn of a run stopped from outside
 
-Turn 0 is the initial observation (no model call). ``mapping`` is what replay needs to
-turn the recorded call's 0..1000 coordinates into the recorded physical ``action``.
+Turn 0 is the initial observation (no model call). Turn N's ``timings`` hold the model
+wait of request N and everything done with its answer, up to the next request
+(``overhead``: reply parsed -> next request handed to the HTTP client; absent on turn 0
+and on the last turn). ``mapping`` is what replay needs to turn the recorded call's
+0..1000 coordinates into the recorded physical ``action``; the observation's mapping is
+the frame of the image the *next* call will use. Modes add their own keys (team mode:
+``role`` "planner"/"executor").
 
-``summary.json``: ``{"v", "run_dir", "task", "scenario", "mode", "toolset", "model",
-"endpoint", "outcome" ("running" | "answered" | "max_steps" | "max_time" |
-"interrupted" | "error"), "error", "answer", "steps", "started", "ended",
-"duration_s", "screenshots", "totals": {"requests", "tool_calls", "tool_errors",
-"request_bytes", "prompt_tokens", "completion_tokens"}, "phases": {phase: {count,
-p50_ms, p95_ms, mean_ms, max_ms, total_ms}}}``.
+``run.json``: ``{"v", "task", "scenario" (name, group, index, toolset, task, ...) or null,
+"mode", "toolset", "config" (every setting, secrets masked), "config_sources"
+("section.key" -> "default" / "environment variable X" / "flag ..." / "config file ..."),
+"config_file", "deskpilot", "python", "platform", "imaging_backend", "started", "pid"}``.
+
+``summary.json``: ``{"v", "run_dir", "task", "mode", "model", "endpoint", "outcome"
+("running" | "answered" | "max_steps" | "max_time" | "interrupted" | "error" | a mode's
+own word), "error", "error_details", "answer" (think blocks stripped), "steps",
+"max_steps", "started", "ended", "duration_s", "screenshots", "screenshot_dir",
+"totals": {"requests", "tool_calls", "tool_errors", "request_bytes", "prompt_tokens",
+"completion_tokens", "images_sent", "frames_encoded"}, "phases": {phase: {"count",
+"p50_ms", "p95_ms", "mean_ms", "max_ms", "total_ms"}}, "run_log_errors",
+"lmstudio_logs", "dpi_awareness"}``.
 """
 
 from __future__ import annotations
