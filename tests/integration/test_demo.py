@@ -35,6 +35,22 @@ def test_demo_command_starts_its_own_display(tmp_path: Path) -> None:
     assert f"screenshots (4): {runs[0]}" in out.replace("\n", "")
 
 
+def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> None:
+    """`deskpilot demo --endpoint URL` (the LM Studio path) talks to the given server only."""
+    from deskpilot.agent._demo_app import TARGET_RGB
+    from deskpilot.agent._scenarios import DEMO_TEXT
+    from deskpilot.testing import PixelPolicy
+
+    policy = PixelPolicy(TARGET_RGB, label="TARGET", text=DEMO_TEXT, steps=("click", "type", "key", "done"))
+    with ModelServer(policy) as server:
+        proc = deskpilot("demo", "--endpoint", server.endpoint, "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "960x540", cwd=tmp_path)
+        assert len(server.requests) == 4 and server.problems == []
+        assert "TARGET" in server.requests[0].messages[1]["content"]  # the demo scenario's task
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "built-in test server" not in proc.stdout and "PASS text typed exactly" in proc.stdout
+
+
 def test_doctor_passes_against_a_working_setup(xvfb: str, tmp_path: Path) -> None:
     policy = ScriptedPolicy([Reply(tool_calls=[("report_color", {"color": "red"})])])
     with ModelServer(policy, model="qwen3-vl-8b-instruct") as server:
