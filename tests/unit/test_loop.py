@@ -280,3 +280,18 @@ def test_sigterm_while_typing_stops_between_chunks(tmp_path: Path) -> None:
     assert 0 < len(desk.text) < len(text)
     assert desk.events[-1]["action"] == "release_all"
     check_run_dir(result)
+
+
+def test_signal_during_setup_still_writes_the_record(tmp_path: Path) -> None:
+    desk = SimulatedDesktop()
+
+    def slow_screen() -> SimulatedDesktop:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C while the capture backend opens
+        time.sleep(0.2)
+        return desk
+
+    cfg = load_config(flags={"run.runs_dir": str(tmp_path)}, env={}, search_default=False)
+    result = run_agent(cfg, "x", screen_factory=slow_screen, hands_factory=lambda: desk)
+    assert result.outcome == "interrupted" and "before the first request" in (result.error or "")
+    assert load_summary(result.run_dir)["outcome"] == "interrupted"
+    assert desk.events[-1]["action"] == "release_all"

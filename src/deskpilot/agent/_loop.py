@@ -88,6 +88,10 @@ __all__ = [
 R = TypeVar("R")
 
 
+class _SetupInterrupted(Exception):
+    """A stop signal arrived before the mode started."""
+
+
 class StepLimit(DeskpilotError):
     """The run used its ``max_steps`` model requests (not an error: an outcome)."""
 
@@ -627,6 +631,15 @@ async def run_agent_async(
             mode_task.cancel()
 
     try:
+        # Handlers first: Ctrl+C during setup must still end in a written record.
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
+                try:
+                    loop.add_signal_handler(sig, stop, name)
+                    installed.append(sig)
+                except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
+                    previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
+                    replaced.append((sig, previous))
         runlog.write_run_info(
             {
                 "task": text,
@@ -718,16 +731,10 @@ async def run_agent_async(
                 "input": "dry-run" if config.agent.dry_run else config.screen.input_backend,
             }
         )
-        if handle_signals and threading.current_thread() is threading.main_thread():
-            for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
-                try:
-                    loop.add_signal_handler(sig, stop, name)
-                    installed.append(sig)
-                except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
-                    previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
-                    replaced.append((sig, previous))
         if config.agent.max_seconds > 0:
             timer_handle = loop.call_later(config.agent.max_seconds, stop, "max_time")
+        if interrupted:  # a signal arrived during setup
+            raise _SetupInterrupted
         mode_task = asyncio.ensure_future(mode.run(session))
         try:
             result = await mode_task
@@ -745,6 +752,8 @@ async def run_agent_async(
         except DeskpilotError as exc:
             outcome, error = "error", f"{type(exc).__name__}: {exc}"
             extra["error_details"] = _jsonable(exc.details)
+    except _SetupInterrupted:
+        outcome, error = "interrupted", f"stopped by {interrupted[0]} before the first request"
     except KeyboardInterrupt:
         outcome, error = "interrupted", "stopped by KeyboardInterrupt"
     except DeskpilotError as exc:
