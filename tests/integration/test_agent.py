@@ -20,7 +20,7 @@ from deskpilot.agent._demo import DemoApp, run_demo
 from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._scenarios import DEMO_TEXT
 from deskpilot.geometry import Box, Mapping, Rect
-from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
+from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy, tool_call
 
 pytestmark = pytest.mark.x11
 
@@ -99,7 +99,17 @@ def test_every_tool_reaches_the_app(app: DemoApp, tmp_path: Path) -> None:
         Reply(tool_calls=[("hold_key", {"key": "shift", "seconds": 0.05})]),
         Reply(tool_calls=[("wait", {"seconds": 0.05})]),
         Reply(tool_calls=[("observe_screen", {})]),
-        Reply(tool_calls=[("click_element", {"box": [1, 1]})]),  # missing_label: refused, nothing sent
+        # Every refusal: answered with the seeds' payload, nothing reaches the app.
+        Reply(tool_calls=[("click_element", {"box": [1, 1]})]),
+        Reply(tool_calls=[("click_element", {"label": "x"})]),
+        Reply(tool_calls=[("click_element", {"label": "x", "box": [1, 2, 3]})]),
+        Reply(tool_calls=[tool_call("click_element", '{"label": "x", "box": [1,')]),
+        Reply(tool_calls=[tool_call("type_text", "[1, 2]")]),
+        Reply(tool_calls=[("type_text", {"text": ""})]),
+        Reply(tool_calls=[("press_key", {})]),
+        Reply(tool_calls=[("press_key", {"key": "ctrl+entr"})]),
+        Reply(tool_calls=[("open_browser", {})]),
+        Reply(tool_calls=[("press_key", {"key": "shift"}), ("press_key", {"key": "enter"})]),
         Reply(tool_calls=[("zoom", {"box": zoom_box})]),
         Reply(tool_calls=[("click_element", {"label": "TARGET (zoomed)", "box": [500, 500]})]),
         Reply(tool_calls=[("press_key", {"key": "enter"})]),
@@ -130,7 +140,11 @@ def test_every_tool_reaches_the_app(app: DemoApp, tmp_path: Path) -> None:
     assert x <= expected[0] < x + w and y <= expected[1] < y + h
     turns = list(iter_turns(result.run_dir))
     errors = [t["result"]["error"]["type"] for t in turns if t.get("result") and not t["result"]["ok"]]
-    assert errors == ["missing_label"]
+    assert errors == ["missing_label", "missing_box", "invalid_box", "invalid_json", "invalid_args", "empty_text",
+                      "missing_key", "invalid_key", "unknown_tool"]
+    extra = [c["result"]["error"]["type"] for t in turns for c in t.get("extra_calls", [])]
+    assert extra == ["too_many_tool_calls"]
+    assert [e["text"] for e in events if e["type"] == "submitted"] == ["äö "]  # the refused enter was not pressed
     assert validate_run_dir(result.run_dir) == []
     assert keys_and_buttons_down() == ([], 0)
 
@@ -143,6 +157,17 @@ def test_seed001_tools_on_real_input(app: DemoApp, tmp_path: Path) -> None:
     assert result.outcome == "answered"
     app.wait_for(lambda r: r["type"] == "entry" and r["text"] == "hello 001", timeout=5)
     assert any(e["type"] == "target_clicked" for e in app.events())
+    script = [Reply(tool_calls=[("take_screenshot", {})]), Reply(tool_calls=[("move_mouse", {"x": 100, "y": 900})]),
+              Reply(tool_calls=[("scroll_down", {})]), "Done."]
+    mark = len(app.events())
+    with ModelServer(ScriptedPolicy(script)) as server:
+        result = run_agent(config(tmp_path, server.endpoint, **{"agent.toolset": "seed001",
+                                                                "agent.observe_after_action": False}), "seed 001 b")
+        assert [r.image_count for r in server.requests] == [1, 2, 2, 2]  # take_screenshot adds one
+    assert result.outcome == "answered"
+    wheel = app.wait_for(lambda r: r["type"] == "press" and r["button"] == 5, timeout=5)
+    assert (wheel["x"], wheel["y"]) == Mapping(Rect(0, 0, 1920, 1080), 960, 540).norm_to_physical(100, 900)
+    assert len(app.events()) > mark
 
 
 def test_sigint_mid_hold_releases_everything(app: DemoApp, tmp_path: Path) -> None:
