@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from deskpilot.safety._secrets import DEFAULT_DETECTORS, SecretDetector, find_secrets
 
@@ -131,8 +134,14 @@ _BLOB_MIN_CHARS = 1024
 _IMAGE_B64 = {"iVBORw0KGgo": "image/png", "/9j/": "image/jpeg"}
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
 def _walk(node: Any, options: RedactOptions) -> Any:
-    if isinstance(node, str):
+    kind = type(node)
+    if kind in _SCALARS:
+        return node
+    if kind is str or isinstance(node, str):
         if options.images and node.startswith("data:image/"):
             return image_placeholder(node)
         if len(node) >= _BLOB_MIN_CHARS and _BLOB.fullmatch(node):
@@ -141,8 +150,8 @@ def _walk(node: Any, options: RedactOptions) -> Any:
                     if node.startswith(magic):
                         return image_placeholder(f"data:{mime};base64,{node}")
             return node
-        return redact_text(node, options.detectors) if options.secrets else node
-    if isinstance(node, Mapping):
+        return redact_text(node, options.detectors) if options.secrets and len(node) >= 4 else node
+    if kind is dict or isinstance(node, Mapping):
         typing_node = options.mask_typed_text and _is_typing(node, options.typing_actions)
         out: dict[Any, Any] = {}
         for key, value in node.items():
@@ -160,7 +169,7 @@ def _walk(node: Any, options: RedactOptions) -> Any:
             else:
                 out[key] = _walk(value, options)
         return out
-    if isinstance(node, (list, tuple)):
+    if kind is list or isinstance(node, (list, tuple)):
         return [_walk(item, options) for item in node]
     return node
 
@@ -172,8 +181,35 @@ def redact(record: Any, options: RedactOptions | None = None, **overrides: Any) 
     """
     opts = options or _DEFAULT_OPTIONS
     if overrides:
-        opts = RedactOptions(**{**{f: getattr(opts, f) for f in opts.__dataclass_fields__}, **overrides})
+        opts = dataclasses.replace(opts, **overrides)
+    if opts.secrets and not _may_hold_secrets(record, opts):
+        opts = _without_secret_scan(opts)
     return _walk(record, opts)
+
+
+# Records up to this size are scanned once as one JSON text before walking them: most
+# hold no secret, and one scan of ~2 KB costs what scanning its 40 short strings one by
+# one costs ten times over. Bigger records (inline images) are walked string by string,
+# which skips the blobs.
+_PREFILTER_MAX = 64 * 1024
+
+
+def _may_hold_secrets(record: Any, options: RedactOptions) -> bool:
+    if isinstance(record, str):
+        return True
+    try:
+        text = orjson.dumps(record, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return True
+    if len(text) > _PREFILTER_MAX:
+        return True
+    # JSON escaping never hides a match: key alphabets need no escapes, and the
+    # "password" value stops at a quote either way.
+    return bool(find_secrets(text, options.detectors))
+
+
+def _without_secret_scan(options: RedactOptions) -> RedactOptions:
+    return dataclasses.replace(options, secrets=False)
 
 
 def redact_lines(lines: Iterable[str], options: RedactOptions | None = None) -> list[str]:
