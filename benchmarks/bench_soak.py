@@ -197,7 +197,7 @@ def policy_check_cost(n: int = 5000) -> dict[str, float]:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| workload | turns | RSS start -> end (peak) MB | fds start -> end | X conns start -> end | "
+        "| workload | turns | RSS start -> end (peak) MB | fds start -> end | X clients start -> end | "
         "fds / X clients before -> after the run | overhead p50 / p95 ms | p95 first 100 -> last 100 ms | wall s |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
