@@ -13,7 +13,8 @@ End to end (screen -> PNG bytes an agent can send):
 Raw grab (what the facade costs on top of the backend): ``Capturer.grab_bgra()`` vs a
 bare ``mss.MSS().grab(monitor)``.
 
-Variants run interleaved round by round (so drift hits all of them alike); medians are
+Variants run interleaved round by round, in alternating order (so drift and cache
+effects hit all of them alike); medians are
 reported with the ratio of each baseline to deskpilot. Targets: end to end >= 5x faster
 than ``mss+to_png``; raw grab overhead <= 1.2x bare mss.
 
@@ -105,8 +106,10 @@ def measure(variants: dict[str, Pipeline], rounds: int, warmup: int = 3) -> dict
         for _ in range(warmup):
             fn()
     times: dict[str, list[float]] = {name: [] for name in variants}
+    order = list(variants.items())
     for _ in range(rounds):
-        for name, fn in variants.items():
+        order.reverse()  # alternate the order: no variant always runs right after another
+        for name, fn in order:
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
