@@ -54,7 +54,7 @@ def format_action(record: Mapping[str, Any]) -> str:
         return "observe" if "observation" in record else "-"
     args = call.get("arguments") or {}
     shown = []
-    for key in ("label", "box", "start", "end", "x", "y", "text", "key", "direction", "seconds"):
+    for key in ("label", "element_name", "box", "position", "start", "end", "x", "y", "text", "key", "direction", "seconds", "instructions"):
         if key in args:
             value = args[key]
             text = repr(value) if isinstance(value, str) else str(value)

@@ -597,6 +597,9 @@ async def run_agent_async(
     mode = mode_spec.factory(config)
     reporter = reporter or NullReporter()
     max_steps = scenario.max_steps if scenario and scenario.max_steps and "agent.max_steps" not in _explicit(config) else config.agent.max_steps
+    # A mode with its own bound (team: 30 / 50 per seed variant) wins over the core default.
+    if "agent.max_steps" not in _explicit(config) and not (scenario and scenario.max_steps):
+        max_steps = getattr(mode, "max_steps", None) or max_steps
 
     runlog = RunLog.create(
         config.run.runs_dir,

@@ -172,10 +172,12 @@ def handle(args: argparse.Namespace) -> int:
     config = config_from_args(args, _mode_flags(args))
     ref = args.scenario or " ".join(args.task).strip()
     if not ref:
-        if sys.stdin.isatty():
-            ref = input("Task for the agent: ").strip()
-        if not ref:
+        if not sys.stdin.isatty():
             raise ConfigError("no task: give a scenario number, a scenario name or a task text (see `deskpilot scenarios`)")
+        from deskpilot.agent._ask import ask_for_task
+
+        # Seed 003 asks for the task when none is given; Ctrl+D or an empty line is a clear error.
+        ref = ask_for_task(prompt="Task for the agent: ")
     scenarios = all_scenarios(files=args.scenario_files, config_data=config.file_data)
     scenario = resolve_scenario(ref, scenarios, toolset=config.agent.toolset)
     overrides: dict[str, Any] = {}

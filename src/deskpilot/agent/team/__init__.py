@@ -30,7 +30,7 @@ from deskpilot.agent.team._recovery import (
 )
 from deskpilot.agent.team._settings import TeamParams, TeamSettings, resolve_params
 from deskpilot.agent.team._state import Switch, TeamState
-from deskpilot.agent.team._task import ask_for_task
+from deskpilot.agent._ask import ask_for_task
 from deskpilot.agent.team._tools import executor_toolset
 from deskpilot.agent.team._variants import VARIANTS, Variant, resolve_variant
 
