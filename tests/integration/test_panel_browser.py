@@ -1,0 +1,361 @@
+"""The panel page in a real headless Chromium (Debian's), driven over the DevTools protocol.
+
+Chromium talks CDP over a pipe (``--remote-debugging-pipe``: commands on fd 3, replies on
+fd 4, NUL-separated JSON), so no websocket package and no browser download are needed.
+The page must show the screenshot with its overlays, and in ``--annotate browser`` mode
+draw the overlays itself and post the annotated PNG back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import io
+import itertools
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+from PIL import Image
+
+from deskpilot import imaging
+from deskpilot.imaging._overlay import ActionMark, BoxMark, OverlayStyle, annotate
+from deskpilot.panel import PanelServer, PanelState
+
+pytestmark = pytest.mark.browser
+
+CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")
+
+
+def chromium_path() -> str:
+    for name in CANDIDATES:
+        found = name if os.path.isabs(name) and os.access(name, os.X_OK) else shutil.which(name)
+        if found:
+            return found
+    pytest.fail("Chromium is not installed: run ./dev setup (apt-get install chromium)")
+
+
+class Chromium:
+    """A headless Chromium and a minimal CDP client over its debugging pipe."""
+
+    def __init__(self, *, width: int = 1400, height: int = 1000, timeout: float = 30.0) -> None:
+        self.timeout = timeout
+        self.width, self.height = width, height
+        self.profile = tempfile.mkdtemp(prefix="deskpilot-chromium-")
+        cmd_r, self._cmd_w = os.pipe()
+        self._res_r, res_w = os.pipe()
+
+        def wire_pipes() -> None:  # in the child: Chromium expects the pipe on fds 3 and 4
+            os.dup2(cmd_r, 3)
+            os.dup2(res_w, 4)
+
+        args = [
+            chromium_path(),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={self.profile}",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            f"--window-size={width},{height}",
+            "about:blank",
+        ]
+        self.proc = subprocess.Popen(
+            args,
+            preexec_fn=wire_pipes,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(cmd_r)
+        os.close(res_w)
+        self._ids = itertools.count(1)
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._cond = threading.Condition()
+        self._reader = threading.Thread(target=self._read, name="cdp-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        buffer = b""
+        while True:
+            try:
+                chunk = os.read(self._res_r, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                with self._cond:
+                    self._replies[-1] = {"error": {"message": "chromium closed the pipe"}}
+                    self._cond.notify_all()
+                return
+            buffer += chunk
+            *messages, buffer = buffer.split(b"\0")
+            for raw in messages:
+                message = orjson.loads(raw)
+                if "id" in message:
+                    with self._cond:
+                        self._replies[message["id"]] = message
+                        self._cond.notify_all()
+
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        ident = next(self._ids)
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        os.write(self._cmd_w, orjson.dumps(message) + b"\0")
+        deadline = time.monotonic() + (timeout or self.timeout)
+        with self._cond:
+            while ident not in self._replies and -1 not in self._replies:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"CDP {method} got no reply")
+                self._cond.wait(left)
+            reply = self._replies.pop(ident, None) or self._replies[-1]
+        if "error" in reply:
+            raise RuntimeError(f"CDP {method}: {reply['error']}")
+        return dict(reply.get("result") or {})
+
+    def open(self, url: str) -> str:
+        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+            "sessionId"
+        ]
+        self.call("Page.enable", session=session)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+            session=session,
+        )
+        self.call("Page.navigate", {"url": url}, session=session)
+        return str(session)
+
+    def evaluate(self, session: str, expression: str) -> Any:
+        result = self.call(
+            "Runtime.evaluate",
+            {"expression": expression, "returnByValue": True, "awaitPromise": True},
+            session=session,
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(f"page error: {result['exceptionDetails']}")
+        return result.get("result", {}).get("value")
+
+    def wait_for(self, session: str, expression: str, *, timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        last_error = ""
+        while True:
+            try:
+                value = self.evaluate(session, expression)
+            except RuntimeError as exc:  # e.g. the document is still loading
+                value, last_error = None, str(exc)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"page never satisfied: {expression} {last_error}")
+            time.sleep(0.05)
+
+    def screenshot(self, session: str) -> np.ndarray[Any, Any]:
+        data = self.call("Page.captureScreenshot", {"format": "png"}, session=session)["data"]
+        with Image.open(io.BytesIO(base64.b64decode(data))) as im:
+            return np.asarray(im.convert("RGB"))
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+            self.call("Browser.close", timeout=5)
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        for fd in (self._cmd_w, self._res_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    chrome = Chromium()
+    try:
+        chrome.call("Browser.getVersion")
+        yield chrome
+    finally:
+        chrome.close()
+
+
+def grey_frame(w: int, h: int) -> np.ndarray[Any, Any]:
+    frame = np.full((h, w, 3), 128, dtype=np.uint8)
+    frame[:, : w // 8] = (40, 40, 40)  # a dark strip so the screenshot is not uniform
+    return frame
+
+
+def decode(png: bytes) -> np.ndarray[Any, Any]:
+    with Image.open(io.BytesIO(png)) as im:
+        return np.asarray(im.convert("RGB"))
+
+
+def canvas_to_page(browser: Chromium, session: str, ix: float, iy: float) -> tuple[int, int]:
+    rect = browser.evaluate(
+        session,
+        "(() => { const c = document.getElementById('view'); const r = c.getBoundingClientRect();"
+        " return {x: r.x, y: r.y, w: r.width, h: r.height, cw: c.width, ch: c.height}; })()",
+    )
+    return int(rect["x"] + ix * rect["w"] / rect["cw"]), int(
+        rect["y"] + iy * rect["h"] / rect["ch"]
+    )
+
+
+def is_orange(rgb: np.ndarray[Any, Any]) -> bool:
+    r, g, b = (int(v) for v in rgb)
+    return r > 170 and r > g + 40 and g > b + 20
+
+
+def test_page_shows_the_native_annotated_screenshot_and_the_story(browser: Chromium) -> None:
+    w, h = 640, 360
+    raw = grey_frame(w, h)
+    actions = [ActionMark("click", 500, 500), ActionMark("type", detail="hello")]
+    annotated = annotate(raw.copy(), actions, [BoxMark(700, 100, 900, 300, "menu")])
+    state = PanelState(config={"ui": OverlayStyle().to_ui_config()}, annotate="native")
+    state.publish(
+        turn=1,
+        raw_png=imaging.encode_png(raw),
+        image_size=(w, h),
+        observation="I clicked the middle.",
+        bboxes=[{"x1": 700, "y1": 100, "x2": 900, "y2": 300, "label": "menu"}],
+        actions=[{"name": "click", "x1": 500, "y1": 500}, {"name": "type", "text": "hello"}],
+        vlm_json="{}",
+    )
+    state.set_annotated(1, imaging.encode_png(annotated))
+    server = PanelServer(state, port=0)
+    server.start_in_thread()
+    try:
+        session = browser.open(server.url + "/")
+        browser.wait_for(session, "document.body.dataset.shown === '1:annotated'")
+        assert (
+            browser.evaluate(session, "document.getElementById('observation').textContent")
+            == "I clicked the middle."
+        )
+        items = browser.evaluate(
+            session, "[...document.querySelectorAll('#actions li')].map(li => li.textContent)"
+        )
+        assert items == ["1 click 500,500", '2 type "hello"']
+        assert (
+            browser.evaluate(session, "document.getElementById('phase').textContent") == "starting"
+        )
+        shot = browser.screenshot(session)
+        # The page shows the engine's annotated image: orange at the click, blue in the box,
+        # plain grey far away -- compared pixel for pixel with what the engine drew.
+        cy, cx = h // 2, w // 2
+        orange = [
+            (x, y)
+            for y in range(cy - 12, cy + 12)
+            for x in range(cx - 12, cx + 12)
+            if is_orange(annotated[y, x])
+        ]
+        assert orange, "the native overlay has no orange near the click"
+        points = [
+            orange[len(orange) // 2],
+            (int(w * 0.8), int(h * 0.2)),
+            (int(w * 0.3), int(h * 0.9)),
+        ]
+        for ix, iy in points:
+            px, py = canvas_to_page(browser, session, ix + 0.5, iy + 0.5)
+            assert np.abs(shot[py, px].astype(int) - annotated[iy, ix].astype(int)).max() <= 8, (
+                ix,
+                iy,
+                shot[py, px],
+                annotated[iy, ix],
+            )
+        ox, oy = canvas_to_page(browser, session, orange[0][0] + 0.5, orange[0][1] + 0.5)
+        assert is_orange(shot[oy, ox])
+        bx, by = points[1]
+        assert (
+            int(annotated[by, bx][2]) > int(annotated[by, bx][0]) + 10
+        )  # the blue box (faint at its centre)
+        state.set_phase("calling_model")
+        browser.wait_for(session, "document.body.dataset.phase === 'calling_model'")
+    finally:
+        server.stop_thread()
+
+
+def test_browser_mode_draws_the_overlays_and_posts_the_png(browser: Chromium) -> None:
+    w, h = 800, 450
+    raw = grey_frame(w, h)
+    state = PanelState(
+        config={"ui": OverlayStyle().to_ui_config(), "capture_width": w, "capture_height": h},
+        annotate="browser",
+    )
+    server = PanelServer(state, port=0)
+    server.start_in_thread()
+    try:
+        session = browser.open(server.url + "/")
+        browser.wait_for(session, "document.getElementById('phase').textContent === 'starting'")
+        state.publish(
+            turn=4,
+            raw_png=imaging.encode_png(raw),
+            image_size=(w, h),
+            observation="drag it",
+            bboxes=[{"x1": 600, "y1": 600, "x2": 900, "y2": 900}],
+            actions=[
+                {"name": "drag", "x1": 200, "y1": 200, "x2": 400, "y2": 300},
+                {"name": "key", "keys": "enter"},
+            ],
+            vlm_json='{"observation": "drag it"}',
+            trail=[[{"name": "click", "x1": 800, "y1": 200}]],
+        )
+
+        async def engine() -> bytes:
+            return await state.wait_annotation(4, timeout=20)
+
+        png = asyncio.run(engine())
+        img = decode(png)
+        assert img.shape == (h, w, 3)
+        # The page drew what the native core draws for the same turn (canvas gradients and
+        # antialiased strokes differ a little): compare around each heat spot.
+        native = annotate(
+            raw.copy(),
+            [ActionMark("drag", 200, 200, 400, 300), ActionMark("key", detail="enter")],
+            [BoxMark(600, 600, 900, 900)],
+            previous=[[ActionMark("click", 800, 200)]],
+        )
+        for x, y in ((160, 90), (320, 135), (640, 90)):  # drag start, drag end, last turn's click
+            window = (slice(y - 15, y + 15), slice(x - 15, x + 15))
+            diff = np.abs(img[window].astype(int) - native[window].astype(int)).mean()
+            assert diff < 12, (x, y, diff)
+            assert any(is_orange(p) for p in img[window].reshape(-1, 3)), (x, y)
+        # The blue box fill, the legend, and an untouched pixel that stays as it was.
+        by, bx = int(h * 0.85), int(w * 0.85)
+        assert int(img[by, bx][2]) > int(img[by, bx][0]) + 10
+        assert np.abs(img[h - 40 :, :80].astype(int) - 128).max() > 60  # "2 key enter" bottom-left
+        assert img[h // 2 + 100, w // 2 - 20].tolist() == [128, 128, 128]
+        browser.wait_for(
+            session,
+            "document.body.dataset.posted === '4' && document.body.dataset.postStatus === '200'",
+        )
+        snapshot = state.snapshot(images=False)
+        assert snapshot["annotated_seq"] == 4 and snapshot["waiting_annotation"] is False
+        # The page shows what it posted.
+        shot = browser.screenshot(session)
+        px, py = canvas_to_page(browser, session, 160.5, 90.5)
+        assert np.abs(shot[py, px].astype(int) - img[90, 160].astype(int)).max() <= 8
+    finally:
+        server.stop_thread()
