@@ -1,0 +1,77 @@
+"""``deskpilot panel``: the stateless engine with its local web panel (seed 004's ``python main.py``).
+
+    deskpilot panel                          serve the panel and wait for POST /inject
+    deskpilot panel "Open the text editor"   start from BOOT_VLM_OUTPUT and run the task
+    deskpilot panel --annotate browser ...   the seed's flow: the page draws the overlays
+
+The panel (http://127.0.0.1:PANEL_PORT, default 8765) shows each screenshot with its
+overlays, the model's observation and its JSON, and takes injected model outputs. Every
+``deskpilot run`` option works here too; the mode is always ``stateless``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["register"]
+
+_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
+
+
+class _PanelParser(argparse.ArgumentParser):
+    """Adds the stateless mode's flags when ``panel`` is parsed (``deskpilot --help`` stays light)."""
+
+    _stateless_added = False
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        if not self._stateless_added:
+            self._stateless_added = True
+            from deskpilot.agent.stateless import add_arguments
+
+            add_arguments(self.add_argument_group("stateless mode"))  # type: ignore[arg-type]
+        return super().parse_known_args(args, namespace)
+
+
+def register(subparsers: Any) -> None:
+    from deskpilot.commands.run import add_agent_options, add_model_options
+
+    parser = subparsers.add_parser(
+        "panel",
+        help="the stateless agent with its local web panel (seed 004)",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="Exit codes: 0 answered, 1 error, 3 step/time limit, 130 interrupted.",
+    )
+    parser.__class__ = _PanelParser
+    parser.add_argument(
+        "task", nargs="*", help="task text; none: wait for a model output on POST /inject"
+    )
+    add_model_options(parser)
+    add_agent_options(parser)
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from deskpilot.agent._console import ConsoleReporter
+    from deskpilot.agent._loop import NullReporter, run_agent
+    from deskpilot.agent._runlog import dumps_json
+    from deskpilot.agent.stateless import flags
+    from deskpilot.commands.run import config_from_args
+
+    task = " ".join(args.task).strip()
+    extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
+    extra["agent.mode"] = "stateless"
+    extra.setdefault("stateless.panel", "on")
+    config = config_from_args(args, extra)
+    if not task and config.sources.get("stateless.boot_enabled") == "default":
+        # No task: like the seed with BOOT_ENABLED = False, the run starts from an injection.
+        config = config_from_args(args, {**extra, "stateless.boot_enabled": False})
+    quiet = config.run.quiet or args.json_summary
+    reporter = NullReporter() if quiet else ConsoleReporter()
+    result = run_agent(config, task, reporter=reporter)
+    if args.json_summary:
+        sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
+    return _EXIT_CODES.get(result.outcome, 1)
