@@ -20,12 +20,12 @@ import numpy as np
 import orjson
 import pytest
 from PIL import Image
-from test_panel_browser import Chromium  # same directory: the CDP client
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._demo import DemoApp
 from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._modes import discover_modes
+from deskpilot.panel._chromium import Chromium
 from deskpilot.testing import ModelServer, find_color
 
 pytestmark = pytest.mark.x11
