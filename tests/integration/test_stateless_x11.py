@@ -26,7 +26,7 @@ from deskpilot.agent._demo import DemoApp
 from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._modes import discover_modes
 from deskpilot.panel._chromium import Chromium
-from deskpilot.testing import ModelServer, find_color
+from deskpilot.testing import ModelServer, ScriptedPolicy, find_color
 
 pytestmark = pytest.mark.x11
 
@@ -242,3 +242,43 @@ def test_browser_annotation_end_to_end_with_chromium(app: DemoApp, tmp_path: Pat
     check_app(app)
     check_run_dir(run.run_dir, "browser")
     assert load_summary(run.run_dir)["stateless"]["annotation_fallbacks"] == 0
+
+
+def test_crop_captures_exactly_the_working_area(app: DemoApp, tmp_path: Path) -> None:
+    """CAPTURE_CROP through the fused native capture path: the model's image is that part
+    of the screen, pixel for pixel, and nothing is sent with --no-physical."""
+    from deskpilot.capture import Capturer
+
+    discover_modes()
+    done = json.dumps({"observation": "done", "actions": [{"name": "done"}]})
+    boot = json.dumps({"observation": "look", "actions": [{"name": "click", "x1": 1000, "y1": 0}]})
+
+    with ModelServer(ScriptedPolicy([done])) as server:
+        cfg = load_config(
+            flags={
+                "model.endpoint": server.endpoint,
+                "run.runs_dir": str(tmp_path / "runs"),
+                "run.quiet": True,
+                "agent.mode": "stateless",
+                "stateless.capture_crop": "250,250,750,750",
+                "stateless.physical_execution": False,
+                "stateless.boot_vlm_output": boot,
+                "screen.cursor": False,
+            },
+            env={},
+            search_default=False,
+        )
+        result = run_agent(cfg, "look at the middle", handle_signals=False)
+    assert result.outcome == "answered", result.error
+    with Capturer("mss", cursor=False) as cap:
+        full = cap.grab().rgb
+    raw = decode((result.run_dir / "turn_0001_raw.png").read_bytes())
+    assert raw.shape == (540, 960, 3)
+    assert (
+        np.abs(raw.astype(int) - full[270:810, 480:1440].astype(int)).mean() < 1.0
+    )  # the app may repaint a caret
+    turn1 = next(r for r in iter_turns(result.run_dir) if r.get("stage") == "turn")
+    assert (
+        turn1["actions"][0]["physical"]["x"] == 1439 and turn1["actions"][0]["physical"]["y"] == 270
+    )
+    assert not [e for e in app.events() if e["type"] == "press"]

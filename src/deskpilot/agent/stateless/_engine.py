@@ -30,6 +30,7 @@ shared format uses ``observation`` for the screenshot record).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import time
@@ -48,6 +49,7 @@ from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
+from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
 from deskpilot.agent._tools import Hands
 from deskpilot.agent.stateless._config import StatelessSettings, output_size
@@ -118,6 +120,7 @@ class StatelessEngine:
         self._log_handler: logging.Handler | None = None
         self._log_level = logging.NOTSET
         self._annotation_fallbacks = 0
+        self._capturer: Any = None  # deskpilot.capture.Capturer of the working area (real screens)
 
     # ------------------------------------------------------------------ run
     async def run(self) -> ModeResult:
@@ -152,6 +155,10 @@ class StatelessEngine:
                 self.session.close_turn(turn)
             raise
         finally:
+            if self._capturer is not None:
+                capturer, self._capturer = self._capturer, None
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._on_capture(capturer.close), 2.0)
             if self.panel is not None:
                 await self.panel.stop()
             if self.dry is not None:
@@ -167,6 +174,19 @@ class StatelessEngine:
         size = output_size(s, self.area.width, self.area.height)
         self.mapping = GeoMapping(self.area, *size)
         session.ctx.mapping = self.mapping
+        if isinstance(session.screen, CapturerScreen):
+            # A capturer of the working area itself: crop, downscale and BGRA->RGB fused in
+            # one native pass, instead of a full-screen RGB frame cropped and resized after.
+            screen_cfg = session.config.screen
+            region = (self.area.left - monitor.left, self.area.top - monitor.top, self.area.width, self.area.height)
+            monitor_index = session.screen.monitor
+
+            def open_capturer() -> Any:
+                from deskpilot.capture import Capturer
+
+                return Capturer(screen_cfg.capture_backend, monitor=monitor_index, region=region, cursor=screen_cfg.cursor)
+
+            self._capturer = await self._on_capture(open_capturer)
         if not s.physical_execution:
             from deskpilot.input import DryBackend, InputController
 
@@ -483,9 +503,12 @@ class StatelessEngine:
     def _grab(self) -> _Frame:
         """Runs on the capture thread: the working area at the model's image size."""
         assert self.area is not None and self.mapping is not None
+        w, h = self.mapping.image_width, self.mapping.image_height
+        if self._capturer is not None:
+            rgb = self._capturer.grab(size=(w, h)).rgb
+            return _Frame(rgb, self.mapping, imaging.frame_digest(rgb))
         shot = self.session.screen.grab_region(self.area)
         rgb = shot.rgb
-        w, h = self.mapping.image_width, self.mapping.image_height
         if rgb.shape[1] != w or rgb.shape[0] != h:
             rgb = imaging.downscale(rgb, (w, h))
         elif not rgb.flags.writeable or not rgb.flags.c_contiguous:

@@ -205,6 +205,7 @@ function showImage(img) {
 
 async function annotateInBrowser(light) {
   // The seed's flow: raw screenshot -> overlays on a canvas -> PNG -> POST /annotated.
+  const started = performance.now();
   const state = await getJSON("/state");
   if (!state.raw_b64 || state.pending_seq !== light.pending_seq) return;
   const img = await loadImage(`data:image/png;base64,${state.raw_b64}`);
@@ -217,6 +218,8 @@ async function annotateInBrowser(light) {
     body: JSON.stringify({ seq: state.pending_seq, image_b64: dataUrl.slice(dataUrl.indexOf(",") + 1) }),
   });
   panel.postedSeq = state.pending_seq;
+  // How long the page's part took (fetch + decode + draw + export + POST), for benchmarks.
+  document.body.dataset.annotateMs = (performance.now() - started).toFixed(1);
   document.body.dataset.posted = String(state.pending_seq);
   document.body.dataset.postStatus = String(response.status);
   if (!response.ok) {
