@@ -213,12 +213,7 @@ def test_crop_sandboxes_actions_and_dry_run_touches_nothing(tmp_path: Path) -> N
     physical = [a["physical"] for a in turn1["actions"]]
     # (1000, 1000) of the top-left quadrant is its last pixel, never outside it.
     assert physical[0]["x"] == 959 and physical[0]["y"] == 539
-    assert (physical[1]["x"], physical[1]["y"], physical[1]["x2"], physical[1]["y2"]) == (
-        0,
-        0,
-        480,
-        270,
-    )
+    assert (physical[1]["start"], physical[1]["end"]) == ([0, 0], [480, 270])
     assert physical[2] == {"kind": "scroll", "x": 480, "y": 270, "dy": -2, "dx": 0}
     assert turn1["dry_run"] is True and all(a["ok"] for a in turn1["actions"])
 

@@ -407,20 +407,22 @@ class StatelessEngine:
 
     # ------------------------------------------------------------------ actions
     def _physical(self, action: Action) -> dict[str, Any]:
+        """The action in physical pixels, in the tools' vocabulary (what policies and replays read)."""
         assert self.mapping is not None
-        record: dict[str, Any] = {"kind": action.name}
+        kind = "click" if action.name in ("click", "right_click", "double_click") else action.name
+        record: dict[str, Any] = {"kind": kind}
+        if action.name == "drag":
+            assert action.x1 is not None and action.y1 is not None and action.x2 is not None and action.y2 is not None
+            record["start"] = list(self.mapping.norm_to_physical(action.x1, action.y1))
+            record["end"] = list(self.mapping.norm_to_physical(action.x2, action.y2))
+            record["steps"] = self.settings.drag_duration_steps
+            record["duration"] = round(self.settings.drag_duration_steps * self.settings.drag_step_delay, 4)
+            return record
         if action.x1 is not None and action.y1 is not None:
             record["x"], record["y"] = self.mapping.norm_to_physical(action.x1, action.y1)
-        if action.x2 is not None and action.y2 is not None:
-            record["x2"], record["y2"] = self.mapping.norm_to_physical(action.x2, action.y2)
-        if action.name in ("click", "right_click", "double_click"):
+        if kind == "click":
             record["button"] = "right" if action.name == "right_click" else "left"
             record["count"] = 2 if action.name == "double_click" else 1
-        elif action.name == "drag":
-            record["steps"] = self.settings.drag_duration_steps
-            record["duration"] = round(
-                self.settings.drag_duration_steps * self.settings.drag_step_delay, 4
-            )
         elif action.name == "scroll":
             record["dy"], record["dx"] = action.dy, action.dx
         elif action.name == "type":
