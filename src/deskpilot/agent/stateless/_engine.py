@@ -440,9 +440,7 @@ class StatelessEngine:
         elif name in ("click", "right_click", "double_click"):
             hands.click(p["x"], p["y"], button=p["button"], count=p["count"])
         elif name == "drag":
-            hands.drag(
-                (p["x"], p["y"]), (p["x2"], p["y2"]), duration=p["duration"], steps=p["steps"]
-            )
+            hands.drag(tuple(p["start"]), tuple(p["end"]), duration=p["duration"], steps=p["steps"])
         elif name == "scroll":
             hands.scroll(p["x"], p["y"], dy=action.dy, dx=action.dx)
         elif name == "type":
