@@ -335,7 +335,7 @@ def test_browser_annotation_round_trip_and_timeout_fallback(tmp_path: Path) -> N
             annotate="browser",
             panel="on",
             port=0,
-            annotate_timeout=0.5,
+            annotate_timeout=2.0,  # turn 2 waits this long; the answered turns take ~50 ms
         )
     finally:
         stop.set()
