@@ -210,7 +210,7 @@ def test_policy_denial_and_os_failure() -> None:
 
     ctx, desk = make(policy=policy)
     denied = call("press_key", {"key": "alt+F4"}, ctx)
-    assert error_type(denied) == "denied" and not desk.events
+    assert error_type(denied) == "policy_denied" and not desk.events
 
     class Broken(SimulatedDesktop):
         def click(self, *a: Any, **k: Any) -> None:

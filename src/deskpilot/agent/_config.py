@@ -255,13 +255,19 @@ class AgentConfig:
                 continue
             values = dataclasses.asdict(value)
             for key in values:
-                if "key" in key or "token" in key or "password" in key:
+                if _is_secret_setting(key):
                     values[key] = "***" if values[key] else ""
             out[name] = values
         return out
 
 
 _CORE = ("model", "screen", "agent", "history", "run")
+
+
+def _is_secret_setting(name: str) -> bool:
+    """``api_key``, ``*_token``, ``*password*``: masked in run.json. Lists of key combos
+    (``policy.deny_keys``, ``safety.hotkeys``) are not credentials and stay readable."""
+    return name == "key" or name.endswith("_key") or "token" in name or "password" in name
 
 
 # --------------------------------------------------------------------------- coercion
@@ -477,7 +483,21 @@ def settings_table() -> list[tuple[str, str, str, str]]:
     rows: list[tuple[str, str, str, str]] = []
     for name, cls in _SECTIONS.items():
         for f in dataclasses.fields(cls):
-            default = f.default if f.default is not _MISSING else ""
+            if f.default is not _MISSING:
+                default = f.default
+            elif f.default_factory is not _MISSING:
+                factory: Any = f.default_factory
+                default = factory()
+            else:
+                default = ""
             rows.append((f"{name}.{f.name}", ", ".join(f.metadata.get("env", ())), repr(default), f.metadata.get("help", "")))
     return rows
 
+
+
+# The safety layer's [policy] and [safety] sections belong to every run, whatever the
+# mode. deskpilot.safety never imports the agent, so registering here makes no cycle.
+from deskpilot.safety._settings import PolicySettings, SafetySettings  # noqa: E402
+
+register_section("policy", PolicySettings)
+register_section("safety", SafetySettings)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import platform
 import signal
@@ -49,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, RunInterrupted
+from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -72,6 +73,15 @@ from deskpilot.agent._tools import (
 )
 from deskpilot.geometry import Box
 from deskpilot.geometry import Mapping as GeoMapping
+from deskpilot.safety import (
+    PolicySettings,
+    RedactOptions,
+    SafetyGuard,
+    SafetySettings,
+    Trip,
+    redact,
+    redact_text,
+)
 
 __all__ = [
     "ModeResult",
@@ -206,8 +216,12 @@ class Session:
         reporter: Reporter,
         mode: str,
         max_steps: int,
+        guard: SafetyGuard | None = None,
     ) -> None:
         self.config = config
+        #: The run's safety layer (policy hook, guarded hands, kill switch, budget), or
+        #: None with ``[safety] enabled = false``.
+        self.guard = guard
         self.task = task
         self.client = client
         self.screen = screen
@@ -277,22 +291,32 @@ class Session:
             timings[OVERHEAD] = round((request_at - turn.reply_at) * 1000, 3)
         turn.record["timings"] = timings
         self.timing_rows.append(timings)
-        self.runlog.write_turn(turn.record)
+        # What is written (and shown) is redacted when the safety layer redacts; the
+        # mode keeps the original record.
+        written = self.runlog.write_turn(turn.record)
         loop: asyncio.AbstractEventLoop | None = None
         if defer_print:
             with contextlib.suppress(RuntimeError):
                 loop = asyncio.get_running_loop()
         if loop is not None:
             # Printed while the next request is in flight, not before it leaves.
-            loop.call_soon(self.reporter.turn, turn.record)
+            loop.call_soon(self.reporter.turn, written)
         else:
-            self.reporter.turn(turn.record)
+            self.reporter.turn(written)
         if self._pending is turn:
             self._pending = None
 
     def check_limits(self) -> None:
         if self.steps >= self.max_steps:
             raise StepLimit(f"reached max_steps ({self.max_steps})", steps=self.steps)
+
+    def redact_text(self, text: str) -> str:
+        """``text`` as logs may keep it: secrets replaced when the safety layer redacts
+        (for a mode's own log files; turn records are redacted by the run log)."""
+        guard = self.guard
+        if guard is None or not guard.redact_options.secrets:
+            return text
+        return redact_text(text, guard.redact_options.detectors)
 
     async def ask(
         self,
@@ -307,6 +331,8 @@ class Session:
     ) -> tuple[Turn, Completion]:
         """Send the history; returns the new turn and the model's answer."""
         self.check_limits()
+        if self.guard is not None and self.guard.budget is not None:
+            self.guard.budget.step()
         model = self.config.model
         previous = self._pending
         with previous.timer.phase("request_build") if previous else nullcontext():
@@ -587,9 +613,18 @@ async def run_agent_async(
     reporter: Reporter | None = None,
     handle_signals: bool = True,
     run_name: str | None = None,
+    watch_desktop: bool | None = None,
 ) -> RunResult:
     """Run one task with the mode ``config.agent.mode``; never raises for a run that
-    started (the outcome says what happened), only for invalid setup."""
+    started (the outcome says what happened), only for invalid setup.
+
+    The safety layer (``[policy]``/``[safety]``, on unless ``safety.enabled`` is false)
+    checks every action, bounds the run by steps and wall time, redacts the records
+    and arms the kill switch. ``watch_desktop``: whether the kill switch watches the
+    fail-safe corner and the hotkey and window rules read the foreground window; by
+    default only when the hands are an :class:`~deskpilot.input.InputController` that
+    sends real input (not dry-run, simulated or wrapped hands).
+    """
     from deskpilot.agent._modes import get_mode
 
     text, scenario = _describe_task(task)
@@ -609,7 +644,16 @@ async def run_agent_async(
         dump_start=config.run.dump_start,
         save_screenshots=config.run.save_screenshots,
     )
-    exchange = ExchangeLog(runlog.exchange_log_path) if config.run.exchange_log else None
+    redact_options = _redact_options(config)
+    exchange: ExchangeLog | None = None
+    if redact_options is not None:
+        options = redact_options
+        runlog.redactor = lambda record: redact(record, options)
+        if config.run.exchange_log:
+            exchange = _RedactingExchangeLog(runlog.exchange_log_path, options)
+    elif config.run.exchange_log:
+        exchange = ExchangeLog(runlog.exchange_log_path)
+    guard: SafetyGuard | None = None
     capture = _ThreadBound("deskpilot-capture")
     client: ChatClient | None = None
     screen: Screen | None = None
@@ -708,6 +752,14 @@ async def run_agent_async(
             seed_delays=config.agent.settle == "fixed",
             _executor=input_thread,
         )
+        desktop = watch_desktop if watch_desktop is not None else drives_desktop(hands)
+        guard = build_guard(config, max_steps, desktop=desktop and not config.agent.dry_run)
+        if guard is not None:
+            # Every tool checks its action here before any input is sent; the guarded
+            # hands tell the kill switch where the agent itself puts the pointer and
+            # refuse input once it has tripped.
+            ctx.policy = guard.check_action
+            ctx.hands = guard.wrap_hands(hands)
         session = Session(
             config=config,
             task=text,
@@ -719,7 +771,13 @@ async def run_agent_async(
             reporter=reporter,
             mode=mode_spec.name,
             max_steps=max_steps,
+            guard=guard,
         )
+        if guard is not None:
+            if guard.killswitch is not None:
+                guard.killswitch.add_callback(lambda trip: _stop_threadsafe(loop, stop, trip))
+            # Arming grabs the hotkey over a new X connection: off the event loop.
+            await asyncio.to_thread(guard.start)
         reporter.start(
             {
                 "task": text,
@@ -732,6 +790,7 @@ async def run_agent_async(
                 "max_steps": max_steps,
                 "screen": first.mapping.describe(),
                 "input": "dry-run" if config.agent.dry_run else config.screen.input_backend,
+                "safety": describe_guard(guard),
             }
         )
         if config.agent.max_seconds > 0:
@@ -752,6 +811,13 @@ async def run_agent_async(
             outcome, answer = "max_steps", strip_think(session.last_content)
         except KeyboardInterrupt:
             outcome, error = "interrupted", "stopped by KeyboardInterrupt"
+        except RunInterrupted as exc:
+            # The kill switch tripped and the guarded hands refused input before the
+            # loop's stop (scheduled from the watcher thread) cancelled the mode.
+            reason = interrupted[0] if interrupted else str(exc)
+            outcome = "max_time" if reason == "max_time" else "interrupted"
+            error = None if outcome == "max_time" else f"stopped by {reason}"
+            answer = strip_think(session.last_content)
         except DeskpilotError as exc:
             outcome, error = "error", f"{type(exc).__name__}: {exc}"
             extra["error_details"] = _jsonable(exc.details)
@@ -764,12 +830,20 @@ async def run_agent_async(
         extra["error_details"] = _jsonable(exc.details)
     except Exception as exc:  # a bug: record it, then let it propagate
         outcome, error = "error", f"{type(exc).__name__}: {exc}"
+        if guard is not None:
+            extra["safety"] = guard.record()
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
-        await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+        await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
         _restore(replaced)
         raise
+    except BaseException:  # cancelled from outside: no record to write, but disarm and release
+        if guard is not None:
+            guard.close()
+        raise
+    if guard is not None:
+        extra["safety"] = guard.record()
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
-    await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle)
+    await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
     _restore(replaced)
     if config.run.lmstudio_logs != "off":
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
@@ -785,6 +859,90 @@ async def run_agent_async(
             summary["lmstudio_logs"] = [str(p.name) for p in exported]
             runlog.write_summary(summary)
     return RunResult(outcome, answer, session.steps if session else 0, runlog.path, summary, error)
+
+
+# ---------------------------------------------------------------------- the safety layer
+
+
+def drives_desktop(hands: Any) -> bool:
+    """Whether ``hands`` send real input to this desktop (XTest, SendInput): only then
+    does the kill switch watch the pointer and the hotkey, and do window rules read the
+    foreground window. Simulated, dry-run and wrapped hands have no desktop of their own
+    (pass ``watch_desktop=True`` to :func:`run_agent_async` for wrappers of real hands)."""
+    from deskpilot.input import InputController
+
+    return isinstance(hands, InputController) and hands.backend.name != "dry"
+
+
+def _no_desktop() -> Any:
+    raise PlatformError("no desktop behind the input (simulated or dry-run): nothing to watch", call="watch")
+
+
+def build_guard(config: AgentConfig, max_steps: int, *, desktop: bool) -> SafetyGuard | None:
+    """The run's :class:`SafetyGuard` from ``[policy]``/``[safety]`` (None when disabled).
+
+    Without a desktop the kill switch keeps its run budget and programmatic trip (its
+    watcher thread only checks the clock: no X connection, no hotkey grab) and window
+    rules see "no window" (``policy.unknown_window`` decides)."""
+    safety = config.section(SafetySettings)
+    if not safety.enabled:
+        return None
+    return SafetyGuard.from_settings(
+        config.section(PolicySettings),
+        safety,
+        max_steps=max_steps,
+        max_seconds=config.agent.max_seconds,
+        watch_backend=None if desktop else _no_desktop,
+        window_reader="auto" if desktop else None,
+    )
+
+
+def describe_guard(guard: SafetyGuard | None) -> str:
+    """One line for the terminal: what guards this run and how to stop it."""
+    if guard is None:
+        return "off (--no-safety): no policy, no kill switch, no redaction"
+    parts = [f"policy {guard.policy.mode}"]
+    switch = guard.killswitch
+    if switch is None:
+        parts.append("kill switch off")
+    else:
+        hotkey, corner = switch.status.get("hotkey", ""), switch.status.get("corner", "")
+        ways = []
+        if hotkey.startswith("armed: "):
+            ways.append(hotkey[len("armed: "):].split(";")[0])
+        if corner.startswith("armed"):
+            ways.append("pointer into a screen corner")
+        parts.append(f"kill switch: {' or '.join(ways)}" if ways else "kill switch: no desktop to watch")
+    if guard.budget is not None:
+        parts.append(f"limit {guard.budget.limit_seconds:g} s")
+    return " · ".join(parts)
+
+
+def _stop_threadsafe(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None], trip: Trip) -> None:
+    """The kill switch's callback (watcher thread): stop the run on the loop's thread."""
+    reason = "max_time" if trip.source == "max_seconds" else f"kill switch ({trip.source}): {trip.reason}"
+    with contextlib.suppress(RuntimeError):  # the loop has closed: the run is over anyway
+        loop.call_soon_threadsafe(stop, reason)
+
+
+def _redact_options(config: AgentConfig) -> RedactOptions | None:
+    safety = config.section(SafetySettings)
+    if not safety.enabled or not (safety.redact_secrets or safety.mask_typed_text):
+        return None
+    return RedactOptions(secrets=safety.redact_secrets, mask_typed_text=safety.mask_typed_text)
+
+
+class _RedactingExchangeLog(ExchangeLog):
+    """The exchange log with secrets (and, on request, typed text) redacted: the model's
+    replies and the history it is sent hold whatever it typed. Images are already
+    summarized by the log itself."""
+
+    def __init__(self, path: Path, options: RedactOptions) -> None:
+        super().__init__(path)
+        self.redact_options = dataclasses.replace(options, images=False)
+
+    def write(self, record: dict[str, Any]) -> None:
+        super().write(redact(record, self.redact_options))
 
 
 def _restore(replaced: list[tuple[signal.Signals, Any]]) -> None:
@@ -859,10 +1017,30 @@ async def _cleanup(
     installed: list[signal.Signals],
     loop: asyncio.AbstractEventLoop,
     timer_handle: asyncio.TimerHandle | None,
+    guard: SafetyGuard | None = None,
 ) -> None:
     """Release held input first (it matters most), then close everything else."""
     if timer_handle is not None:
         timer_handle.cancel()
+    try:
+        await _release_and_close(ctx, screen, capture, client, exchange, runlog, installed, loop)
+    finally:
+        if guard is not None:
+            # Disarm the kill switch (ungrab the hotkey, stop the watcher) and close the
+            # window reader, after the held keys are released.
+            await asyncio.to_thread(guard.close)
+
+
+async def _release_and_close(
+    ctx: ToolContext | None,
+    screen: Screen | None,
+    capture: _ThreadBound,
+    client: ChatClient | None,
+    exchange: ExchangeLog | None,
+    runlog: RunLog,
+    installed: list[signal.Signals],
+    loop: asyncio.AbstractEventLoop,
+) -> None:
     if ctx is not None:
         ctx.stop.set()
         hands = ctx.hands

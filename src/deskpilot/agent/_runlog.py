@@ -71,7 +71,19 @@ own word), "error", "error_details", "answer" (think blocks stripped), "steps",
 "totals": {"requests", "tool_calls", "tool_errors", "request_bytes", "prompt_tokens",
 "completion_tokens", "images_sent", "frames_encoded"}, "phases": {phase: {"count",
 "p50_ms", "p95_ms", "mean_ms", "max_ms", "total_ms"}}, "run_log_errors",
-"lmstudio_logs", "dpi_awareness"}``.
+"lmstudio_logs", "dpi_awareness", "safety"}``.
+
+``safety`` (absent with ``[safety] enabled = false``): ``{"policy_mode", "decisions":
+{"checked", "allowed", "denied", "confirmed", "would_deny"}, "denied": [{"kind", "allowed",
+"rule", "reason", "category", "window", "check_ms"}, ...] (first 50), "window" (how window
+rules read the foreground window), "kill_switch": {"budget", "hotkey", "corner"} (armed /
+unavailable / off), "tripped": {"source", "reason", ...} or null, "budget": {"max_steps",
+"max_seconds", "steps", "elapsed_s"}}``.
+
+Redaction: with the safety layer on, every record above (and ``exchange.jsonl``) is
+written through :func:`deskpilot.safety.redact`: secrets become
+``[REDACTED:<detector>]``; with ``[safety] mask_typed_text`` typed text becomes
+``[MASKED:<n> chars]``.
 """
 
 from __future__ import annotations
@@ -162,6 +174,9 @@ class RunLog:
         self.screenshots: list[str] = []
         self.errors: list[str] = []
         self.turns_written = 0
+        #: Applied to every record before it is written (turns, run.json, summary.json):
+        #: the safety layer's redaction of secrets / typed text. None: written as is.
+        self.redactor: Callable[[Any], Any] | None = None
         self._turns = open(path / TURNS_FILE, "ab")  # noqa: SIM115 - closed in close()
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closed = False
@@ -258,8 +273,11 @@ class RunLog:
         self._submit(write)
         return name
 
-    def write_turn(self, record: dict[str, Any]) -> None:
-        """Queue one turns.jsonl line; the writer flushes and fsyncs after it."""
+    def write_turn(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Queue one turns.jsonl line; the writer flushes and fsyncs after it. Returns
+        the record as written (redacted when a redactor is set; ``record`` is not changed)."""
+        if self.redactor is not None:
+            record = self.redactor(record)
         line = dumps_json({"v": FORMAT_VERSION, **record}) + b"\n"
         self.turns_written += 1
 
@@ -269,9 +287,12 @@ class RunLog:
             os.fsync(self._turns.fileno())
 
         self._submit(write)
+        return record
 
     def write_json(self, name: str, obj: Any) -> None:
         """Write a JSON file in the run directory atomically, now (not queued)."""
+        if self.redactor is not None:
+            obj = self.redactor(obj)
         _atomic_write(self.path / name, dumps_json(obj, indent=True))
 
     def write_run_info(self, info: dict[str, Any]) -> None:

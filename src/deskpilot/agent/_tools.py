@@ -58,8 +58,8 @@ __all__ = [
     "toolset",
 ]
 
-#: Every ``error.type`` a payload can carry (the seeds' vocabulary plus ``denied`` from
-#: the policy layer and ``action_failed`` when the OS refused an input event).
+#: Every ``error.type`` a payload can carry (the seeds' vocabulary plus ``policy_denied``
+#: from the safety layer and ``action_failed`` when the OS refused an input event).
 ERROR_TYPES = (
     "missing_label",
     "missing_box",
@@ -71,7 +71,7 @@ ERROR_TYPES = (
     "invalid_key",
     "unknown_tool",
     "too_many_tool_calls",
-    "denied",
+    "policy_denied",
     "action_failed",
 )
 
@@ -145,7 +145,8 @@ class ToolContext:
     stop: threading.Event = field(default_factory=threading.Event)
     #: Seed behaviour: 60-120 ms sleeps around every action (``settle = "fixed"``).
     seed_delays: bool = False
-    #: Policy hook (reliability layer): raises ActionDeniedError to refuse an action.
+    #: Policy hook (the safety layer's ``SafetyGuard.check_action``, installed by the
+    #: loop): raises ActionDeniedError to refuse an action before any input is sent.
     policy: Callable[[dict[str, Any]], None] | None = None
     #: Characters typed per input call; the stop flag is checked between chunks.
     type_chunk: int = 16
@@ -825,7 +826,12 @@ async def execute_tool_call(
     except ToolError as exc:
         return ToolOutcome(err_payload(exc.kind, exc.message))
     except ActionDeniedError as exc:
-        return ToolOutcome(err_payload("denied", str(exc)))
+        # The safety layer's PolicyDenied carries the payload the model should read (why,
+        # which rule, do not retry as is); any other refusal gets the same error type.
+        payload = getattr(exc, "payload", None)
+        if isinstance(payload, dict):
+            return ToolOutcome(payload)
+        return ToolOutcome(err_payload("policy_denied", str(exc)))
     except UnknownKeyError as exc:
         return ToolOutcome(err_payload("invalid_key", str(exc)))
     except DeskpilotError as exc:

@@ -4,6 +4,7 @@
     deskpilot run seed001:3                 scenario 3 of seed 001's list
     deskpilot run "Open the calculator"     a free-form task
     deskpilot run --mode single --toolset extended --endpoint http://host:8080/v1/chat/completions ...
+    deskpilot run --policy-mode confirm 3   ask on the terminal instead of refusing (see "safety" below)
 
 Every setting also comes from the environment (LMSTUDIO_*, AGENT_*), a TOML file
 (--config, default ./deskpilot.toml) and ``--set section.key=value``; flags win.
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["add_agent_options", "add_model_options", "config_from_args", "register"]
+__all__ = ["add_agent_options", "add_model_options", "add_safety_options", "config_from_args", "register"]
 
 _EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
 
@@ -63,6 +64,26 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--runs-dir", dest="runs_dir", help="where run directories go (AGENT_RUNS_DIR, default ./runs)")
     g.add_argument("--quiet", action="store_true", default=None, help="no live terminal output")
     g.add_argument("--json", dest="json_summary", action="store_true", help="print summary.json to stdout at the end")
+    add_safety_options(parser)
+
+
+def add_safety_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group(
+        "safety",
+        "On by default: every action is checked against [policy] (win+r, alt+f4, ctrl+alt+delete ... and "
+        "typing secrets are refused; the model gets a policy_denied tool error), the run stops on the kill "
+        "switch (ctrl+alt+q, or the pointer pushed into a screen corner) and on its step/time limits, and "
+        "secrets are redacted from the run directory. Configure in [policy]/[safety] of the TOML file.",
+    )
+    g.add_argument("--no-safety", dest="safety_enabled", action="store_false", default=None,
+                   help="turn the whole safety layer off: no policy, kill switch or redaction (safety.enabled=false)")
+    g.add_argument("--policy-mode", dest="policy_mode", choices=("enforce", "confirm", "audit", "off"),
+                   help="enforce (default): refuse denied actions; confirm: ask on the terminal; audit: log only; "
+                   "off: no checks (AGENT_POLICY)")
+    g.add_argument("--no-kill-switch", dest="kill_switch", action="store_false", default=None,
+                   help="do not watch the kill-switch hotkey and the fail-safe corner (AGENT_KILL_SWITCH)")
+    g.add_argument("--mask-typed-text", dest="mask_typed_text", action="store_true", default=None,
+                   help="replace typed text in the run records (AGENT_MASK_TYPED_TEXT)")
 
 
 _FLAG_KEYS = {
@@ -87,6 +108,10 @@ _FLAG_KEYS = {
     "capture_backend": "screen.capture_backend",
     "runs_dir": "run.runs_dir",
     "quiet": "run.quiet",
+    "safety_enabled": "safety.enabled",
+    "policy_mode": "policy.mode",
+    "kill_switch": "safety.kill_switch",
+    "mask_typed_text": "safety.mask_typed_text",
 }
 
 

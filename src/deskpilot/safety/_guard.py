@@ -97,6 +97,10 @@ class SafetyGuard:
         self.decisions: list[dict[str, Any]] = []
         self.counts = {"checked": 0, "allowed": 0, "denied": 0, "confirmed": 0, "would_deny": 0}
         self.window_errors = 0
+        #: How window rules get the foreground window (the summary's ``window`` entry).
+        self.window_status = (
+            f"reading ({type(window_reader).__name__})" if window_reader is not None else "none (no desktop to read)"
+        )
         self._lock = threading.Lock()
         self._stop: Callable[[str], None] | None = None
 
@@ -137,15 +141,28 @@ class SafetyGuard:
                 monitors=monitors,
                 backend=watch_backend,
             )
-        reader: WindowReader | None
+        reader: WindowReader | None = None
+        window_status = ""
         if window_reader == "auto":
-            reader = open_window_reader() if built.needs_window else None
+            if not built.needs_window:
+                window_status = "not needed (no window rules)"
+            else:
+                try:
+                    reader = open_window_reader()
+                except DeskpilotError as exc:  # a display that cannot be read: rules see "unknown"
+                    log.warning("cannot read the foreground window: %s", exc)
+                    window_status = f"unavailable: {exc}"
+                else:
+                    window_status = "" if reader is not None else "unavailable: no desktop"
         elif isinstance(window_reader, str):
             reader = open_window_reader(window_reader)
         else:
             reader = window_reader
         redact = RedactOptions(secrets=safety_settings.redact_secrets, mask_typed_text=safety_settings.mask_typed_text)
-        return cls(built, killswitch=switch, budget=budget, window_reader=reader, redact=redact)
+        guard = cls(built, killswitch=switch, budget=budget, window_reader=reader, redact=redact)
+        if window_status:
+            guard.window_status = window_status
+        return guard
 
     # -- the policy hook -----------------------------------------------------------------
 
@@ -245,6 +262,7 @@ class SafetyGuard:
             "decisions": dict(self.counts),
             "denied": [d for d in self.decisions if not d["allowed"]][:50],
         }
+        out["window"] = self.window_status
         if self.window_errors:
             out["window_errors"] = self.window_errors
         if self.killswitch is not None:
@@ -328,7 +346,8 @@ class GuardedHands:
         self._hands.sync()
 
     def position(self) -> tuple[int, int]:
-        return tuple(self._hands.position())  # type: ignore[return-value]
+        x, y = self._hands.position()
+        return int(x), int(y)
 
 
 async def run_guarded(mode: Any, session: Any, guard: SafetyGuard) -> Any:

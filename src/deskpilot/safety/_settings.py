@@ -78,6 +78,9 @@ class PolicySettings:
 class SafetySettings:
     """``[safety]``: the kill switch, the wall-clock cap and what logs keep."""
 
+    enabled: bool = _setting(True, env="AGENT_SAFETY",
+                             help="the safety layer: [policy] checks, kill switch, run budget, log redaction "
+                                  "(false = all of it off; --no-safety)")
     kill_switch: bool = _setting(True, env="AGENT_KILL_SWITCH", help="watch the fail-safe corner and the hotkey")
     hotkeys: tuple[str, ...] = _setting((DEFAULT_HOTKEY,), env="AGENT_KILL_HOTKEY",
                                         help="global hotkeys that stop the run (comma-separated)")

@@ -11,6 +11,7 @@ in :mod:`seed002 <deskpilot.agent.team._seed002>` and
 :mod:`seed003 <deskpilot.agent.team._seed003>`.
 """
 
+from deskpilot.agent._ask import ask_for_task
 from deskpilot.agent.team import _seed002 as seed002
 from deskpilot.agent.team import _seed003 as seed003
 from deskpilot.agent.team._common import Coordinate, ParsedCall, ToolSpec, parse_call
@@ -30,7 +31,6 @@ from deskpilot.agent.team._recovery import (
 )
 from deskpilot.agent.team._settings import TeamParams, TeamSettings, resolve_params
 from deskpilot.agent.team._state import Switch, TeamState
-from deskpilot.agent._ask import ask_for_task
 from deskpilot.agent.team._tools import executor_toolset
 from deskpilot.agent.team._variants import VARIANTS, Variant, resolve_variant
 

@@ -168,7 +168,9 @@ class TeamMode:
         memory = AgentMemory(p.compression_threshold, p.context_actions, p.loop_recovery_cooldown)
         state = TeamState(session.task, v, p.review_interval, memory)
         self.state = state
-        log = ExecutionLog.in_directory(session.runlog.path)
+        log = ExecutionLog.in_directory(
+            session.runlog.path, redact=session.redact_text if session.guard is not None else None
+        )
         self.log = log
         planner_history = self._history("planner", session.task)
         executor_history = self._history("executor", session.task)

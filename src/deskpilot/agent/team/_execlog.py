@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,19 +48,26 @@ class ExecutionLog:
     Writes after :meth:`close` are ignored (cleanup paths may log late), never raised.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None) -> None:
         self.path = Path(path)
+        #: Applied to every line before it is written (the safety layer's secret
+        #: redaction: typed text and the model's replies appear here verbatim otherwise).
+        self.redact = redact
         self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed in close()
         self._lock = threading.Lock()
         self.api_calls = 0
         self.lines = 0
 
     @classmethod
-    def in_directory(cls, directory: str | os.PathLike[str]) -> ExecutionLog:
-        return cls(Path(directory) / EXECUTION_LOG)
+    def in_directory(
+        cls, directory: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None
+    ) -> ExecutionLog:
+        return cls(Path(directory) / EXECUTION_LOG, redact=redact)
 
     # ------------------------------------------------------------------ writing
     def _write(self, text: str) -> None:
+        if self.redact is not None:
+            text = self.redact(text)
         with self._lock:
             if self._fh is None:
                 return
