@@ -119,11 +119,34 @@ def test_axis_weights_known_values() -> None:
     w = axis_weights(5, 4)
     assert w.starts.tolist() == [0, 1, 2, 3]
     assert [list(map(int, row[:n])) for row, n in zip(w.weights, w.counts, strict=True)] == [
-        [52429, 13107],
-        [39322, 26214],
-        [26214, 39322],
-        [13107, 52429],
+        [13107, 3277],
+        [9830, 6554],
+        [6554, 9830],
+        [3277, 13107],
     ]
+    assert w.pair_starts.tolist() == [0, 0, 1, 1]
+    assert w.pair_weights.tolist() == [
+        [[13107, 3277], [0, 0]],
+        [[0, 9830], [6554, 0]],
+        [[6554, 9830], [0, 0]],
+        [[0, 3277], [13107, 0]],
+    ]
+
+
+@pytest.mark.parametrize(("src", "dst"), [(5, 4), (1920, 1536), (7, 2), (3, 7), (1, 5), (9, 9)])
+def test_pair_weights_are_the_same_taps_aligned(src: int, dst: int) -> None:
+    w = axis_weights(src, dst)
+    assert w.weights.shape[1] % 2 == 0
+    for j in range(dst):
+        plain = np.zeros(src + 4, np.int64)
+        plain[w.starts[j] : w.starts[j] + w.weights.shape[1]] += w.weights[j][
+            : src + 4 - w.starts[j]
+        ]
+        paired = np.zeros(2 * (w.pair_starts[j] + w.pair_weights.shape[1]) + src + 4, np.int64)
+        first = 2 * w.pair_starts[j]
+        paired[first : first + 2 * w.pair_weights.shape[1]] = w.pair_weights[j].ravel()
+        assert np.array_equal(paired[: src + 4], plain)
+        assert not paired[src:].any()
 
 
 # -- prepare / bgra_to_rgb / crop / downscale ---------------------------------------------------

@@ -31,25 +31,44 @@ def native_module() -> ModuleType | None:
         return None
 
 
+class ScalarNative:
+    """The compiled core with its AVX2 row kernels switched off for every call."""
+
+    def __init__(self, native: ModuleType) -> None:
+        self._native = native
+        self.CORE_VERSION = native.CORE_VERSION
+
+    def __getattr__(self, name: str) -> Any:
+        function = getattr(self._native, name)
+
+        def scalar(*args: Any) -> Any:
+            previous = self._native.set_simd(False)
+            try:
+                return function(*args)
+            finally:
+                self._native.set_simd(previous)
+
+        return scalar
+
+
 def backend_modules() -> dict[str, Any]:
-    """The kernel modules to test: the reference always, the compiled core unless PURE."""
+    """Kernels to test: the reference always; the compiled core (SIMD and scalar) unless PURE."""
     modules: dict[str, Any] = {"reference": _reference}
     native = native_module()
     if not PURE and native is not None:
         modules["native"] = native
+        modules["native-scalar"] = ScalarNative(native)
     return modules
 
 
+_NO_NATIVE = pytest.mark.skipif(
+    PURE or native_module() is None,
+    reason="compiled core not built (run setup.py build_ext --inplace) or DESKPILOT_PURE=1",
+)
 BACKEND_PARAMS = [
     pytest.param("reference", id="reference"),
-    pytest.param(
-        "native",
-        id="native",
-        marks=pytest.mark.skipif(
-            PURE or native_module() is None,
-            reason="compiled core not built (run setup.py build_ext --inplace) or DESKPILOT_PURE=1",
-        ),
-    ),
+    pytest.param("native", id="native", marks=_NO_NATIVE),
+    pytest.param("native-scalar", id="native-scalar", marks=_NO_NATIVE),
 ]
 
 

@@ -167,9 +167,7 @@ def _resample_into(src: U8, out: U8, channel_map: npt.NDArray[np.intp]) -> U8:
         return out
     xw = axis_weights(width, out.shape[1])
     yw = axis_weights(height, out.shape[0])
-    _kernels.resample(
-        src, out, channel_map, xw.starts, xw.counts, xw.weights, yw.starts, yw.counts, yw.weights
-    )
+    _kernels.resample(src, out, channel_map, xw, yw)
     return out
 
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from deskpilot._version import __version__
 from deskpilot.imaging import _reference
+from deskpilot.imaging._weights import AxisWeights
 
 __all__ = ["Kernels", "check_core_version", "load_kernels"]
 
@@ -35,12 +36,8 @@ class Kernels(Protocol):
         src: U8,
         out: U8,
         channel_map: npt.NDArray[np.intp],
-        x_starts: npt.NDArray[np.int32],
-        x_counts: npt.NDArray[np.int32],
-        x_weights: npt.NDArray[np.uint32],
-        y_starts: npt.NDArray[np.int32],
-        y_counts: npt.NDArray[np.int32],
-        y_weights: npt.NDArray[np.uint32],
+        xw: AxisWeights,
+        yw: AxisWeights,
     ) -> None: ...
 
     def swizzle(self, src: U8, out: U8, channel_map: npt.NDArray[np.intp]) -> None: ...

@@ -10,14 +10,16 @@ Conventions shared with the compiled core:
 
 * images are ``(H, W, C)`` uint8 arrays whose pixel stride is ``C`` bytes and channel stride
   1 byte; the row stride may be anything (a crop of a bigger frame);
-* fixed-point area averaging: vertical pass with 16-bit weights into uint32, rounded to
-  8.8 fixed point, horizontal pass with 16-bit weights, rounded to 8 bits (see
-  :mod:`deskpilot.imaging._weights`);
+* fixed-point area averaging with 14-bit weights: vertical pass
+  ``v = (sum w * src + 64) >> 7`` (7 fractional bits), horizontal pass
+  ``out = (sum w * v + 2**20) >> 21`` (see :mod:`deskpilot.imaging._weights`);
 * ``div255(v) = (v + 128 + ((v + 128) >> 8)) >> 8`` is ``round(v / 255)`` for
   ``0 <= v <= 255 * 255`` (alpha blending).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,31 +66,24 @@ def mix64(z: int) -> int:
     return z ^ (z >> 31)
 
 
-def resample(
-    src: U8,
-    out: U8,
-    channel_map: npt.NDArray[np.intp],
-    x_starts: npt.NDArray[np.int32],
-    x_counts: npt.NDArray[np.int32],
-    x_weights: npt.NDArray[np.uint32],
-    y_starts: npt.NDArray[np.int32],
-    y_counts: npt.NDArray[np.int32],
-    y_weights: npt.NDArray[np.uint32],
-) -> None:
-    """Area-average ``src`` (H, W, Cin) into ``out`` (h, w, Cout); out[..., c] reads channel_map[c]."""
-    del x_counts, y_counts  # padded taps carry weight 0
+def resample(src: U8, out: U8, channel_map: npt.NDArray[np.intp], xw: Any, yw: Any) -> None:
+    """Area-average ``src`` (H, W, Cin) into ``out`` (h, w, Cout); out[..., c] reads channel_map[c].
+
+    ``xw`` / ``yw`` are the :class:`~deskpilot.imaging._weights.AxisWeights` of each axis
+    (padded taps carry weight 0, so they are simply summed along).
+    """
     height, width = src.shape[0], src.shape[1]
-    src32 = src.astype(np.uint32)
-    vertical = np.zeros((out.shape[0], width, src.shape[2]), np.uint32)
-    for tap in range(y_weights.shape[1]):
-        rows = np.minimum(y_starts.astype(np.intp) + tap, height - 1)
-        vertical += y_weights[:, tap, None, None] * src32[rows]
-    fixed_8_8 = ((vertical + 128) >> 8)[:, :, channel_map]
-    horizontal = np.zeros(out.shape, np.uint32)
-    for tap in range(x_weights.shape[1]):
-        cols = np.minimum(x_starts.astype(np.intp) + tap, width - 1)
-        horizontal += x_weights[None, :, tap, None] * fixed_8_8[:, cols, :]
-    out[...] = (horizontal + (1 << 23)) >> 24
+    src32 = src.astype(np.int32)
+    vertical = np.zeros((out.shape[0], width, src.shape[2]), np.int32)
+    for tap in range(yw.weights.shape[1]):
+        rows = np.minimum(yw.starts.astype(np.intp) + tap, height - 1)
+        vertical += yw.weights[:, tap, None, None].astype(np.int32) * src32[rows]
+    fixed = ((vertical + 64) >> 7)[:, :, channel_map]
+    horizontal = np.full(out.shape, 1 << 20, np.int32)
+    for tap in range(xw.weights.shape[1]):
+        cols = np.minimum(xw.starts.astype(np.intp) + tap, width - 1)
+        horizontal += xw.weights[None, :, tap, None].astype(np.int32) * fixed[:, cols, :]
+    out[...] = horizontal >> 21
 
 
 def swizzle(src: U8, out: U8, channel_map: npt.NDArray[np.intp]) -> None:
