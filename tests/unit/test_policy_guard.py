@@ -260,7 +260,7 @@ def test_denied_actions_reach_the_model_as_tool_errors_and_never_the_desktop(tmp
     payloads = tool_payloads(srv.requests[-1])
     assert [p["ok"] for p in payloads] == [False, False, True]
     for p in payloads[:2]:
-        assert p["error"]["type"] in ("denied", "policy_denied")  # "denied" until the loop uses the payload
+        assert p["error"]["type"] == "policy_denied"
         assert "safety policy" in p["error"]["message"] or "Run dialog" in p["error"]["message"] \
             or "password" in p["error"]["message"]
     assert "hunter2" not in json.dumps(payloads)

@@ -427,6 +427,54 @@ def test_loop_recovery_runs_the_seed_sequence_with_a_cooldown(tmp_path: Path) ->
     assert result.summary["team"]["recoveries"] == 2
 
 
+SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"  # an OpenAI-style key (fake)
+
+
+@pytest.mark.parametrize("v", [V002, V003], ids=["002", "003"])
+def test_executor_actions_go_through_the_runs_safety_policy(tmp_path: Path, v: Variant) -> None:
+    """Team mode uses the loop's tools, so the default SafetyGuard checks every executor
+    action: denied ones reach the executor as policy_denied errors and never the desktop."""
+    executor = [
+        act(v, "click", at=FIELD),
+        act(v, "key", key="alt+f4"),
+        act(v, "type", text=f"token {SECRET}"),
+        act(v, "type", text="hello"),
+        act(v, "complete", evidence=EVIDENCE),
+    ]
+    result, srv, desk, _ = run_team(tmp_path, RolePolicy(v, [plan(v)], executor), variant=v,
+                                    flags={"team.review_interval": 50})
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PEEEEE"
+    turns = turns_of(result)
+    denied_key, denied_text = turns[3]["result"], turns[4]["result"]
+    assert denied_key["error"]["type"] == "policy_denied" and denied_key["error"]["rule"] == "keys.deny:alt+f4"
+    assert denied_text["error"]["type"] == "policy_denied"
+    assert denied_text["error"]["rule"] == "text.secret:openai_api_key"
+    assert "ERROR policy_denied" in srv.requests[3].messages[1]["content"][0]["text"]  # the executor is told
+    assert not [e for e in desk.events if e["action"] == "key"]
+    assert [e["text"] for e in desk.events if e["action"] == "type"] == ["hello"]
+    safety = load_summary(result.run_dir)["safety"]
+    assert safety["decisions"]["denied"] == 2 and safety["decisions"]["checked"] == 4
+    # The secret is in none of the run's files, the seeds' execution log included.
+    for path in result.run_dir.iterdir():
+        if path.suffix in (".txt", ".json", ".jsonl"):
+            assert SECRET not in path.read_text(encoding="utf-8"), path.name
+    assert "[REDACTED:openai_api_key]" in log_text(result)
+
+
+def test_loop_recovery_steps_are_checked_by_the_policy(tmp_path: Path) -> None:
+    v = V003
+    executor = [act(v, "key", key="tab")] * 3 + [act(v, "complete", evidence=EVIDENCE)]
+    result, _, desk, _ = run_team(
+        tmp_path, RolePolicy(v, [plan(v)] * 3, executor), variant=v,
+        flags={"team.loop_recovery": True, "team.loop_repeats": 2, "policy.deny_keys": "ctrl+escape"},
+    )
+    assert result.outcome == "answered"
+    recovery = next(t["team"]["recovery"] for t in turns_of(result) if t.get("team", {}).get("recovery"))
+    assert [a["key"] for a in recovery["denied"]] == ["ctrl+escape"]
+    assert [a["kind"] for a in recovery["performed"]] == ["key", "move", "move", "click"]
+    assert "ctrl+escape" not in [e["key"] for e in desk.events if e["action"] == "key"]
+
+
 def test_max_steps_ends_the_run_with_a_debrief(tmp_path: Path) -> None:
     v = V003
     executor = [act(v, "key", key=k) for k in "abcdefgh"]

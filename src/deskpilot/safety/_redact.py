@@ -88,8 +88,9 @@ class RedactOptions:
     images: bool = True
     mask_typed_text: bool = False
     typing_actions: frozenset[str] = TYPING_ACTIONS
-    #: Keys whose values are kept verbatim (hashes, ids) to save scanning time.
-    skip_keys: frozenset[str] = field(default_factory=lambda: frozenset({"sha256", "id", "tool_call_id"}))
+    #: Keys whose values are kept verbatim: hashes and ids (to save scanning time) and the
+    #: policy's rule names ("text.secret:openai_api_key" reads like a "secret: value" pair).
+    skip_keys: frozenset[str] = field(default_factory=lambda: frozenset({"sha256", "id", "tool_call_id", "rule"}))
 
 
 _DEFAULT_OPTIONS = RedactOptions()
@@ -159,7 +160,7 @@ def _walk(node: Any, options: RedactOptions) -> Any:
                 out[key] = value
             elif typing_node and key in _TEXT_KEYS and isinstance(value, str):
                 out[key] = mask_text(value)
-            elif typing_node and key in ("arguments", "args", "input"):
+            elif typing_node and key in ("arguments", "args", "input", "raw_arguments"):
                 out[key] = _mask_arguments(value, options)
             elif typing_node and key == "function" and isinstance(value, Mapping):
                 out[key] = {
