@@ -271,3 +271,41 @@ def test_safety_settings_from_flags(flags: dict[str, Any], expected: tuple[str, 
             cfg.section(SafetySettings).enabled) == expected
     # Lists of key combos are settings, not credentials: run.json keeps them readable.
     assert cfg.as_dict()["safety"]["hotkeys"] == ("ctrl+alt+q",)
+
+
+# ---------------------------------------------------------------------- stateless mode
+
+
+def test_stateless_actions_are_checked_by_the_runs_policy(tmp_path: Path) -> None:
+    """The stateless engine calls ctx.check_policy for every action: denied ones are
+    reported back to the model (in its text protocol) and never reach the desktop."""
+    from deskpilot.agent._modes import discover_modes
+
+    discover_modes()
+
+    def reply(observation: str, *actions: dict[str, Any]) -> str:
+        return json.dumps({"observation": observation, "bboxes": [], "actions": list(actions)})
+
+    boot = reply("Start.", {"name": "click", "x1": 500, "y1": 583}, {"name": "key", "keys": "alt+f4"},
+                 {"name": "type", "text": f"key {SECRET}"}, {"name": "type", "text": "fine"})
+    desk = SimulatedDesktop()
+    with ModelServer(ScriptedPolicy([reply("All done.", {"name": "done"})])) as srv:
+        cfg = load_config(flags={
+            "model.endpoint": srv.endpoint, "run.runs_dir": str(tmp_path / "runs"), "run.quiet": True,
+            "agent.mode": "stateless", "agent.max_steps": 3, "stateless.panel": "off",
+            "stateless.action_delay_seconds": 0, "stateless.boot_vlm_output": boot,
+        }, env={}, search_default=False)
+        result = run_agent(cfg, "click the field", screen_factory=lambda: desk, hands_factory=lambda: desk,
+                           handle_signals=False)
+    assert result.outcome == "answered", result.error
+    assert not [e for e in desk.events if e["action"] == "key"]
+    assert [e["text"] for e in desk.events if e["action"] == "type"] == ["fine"]
+    actions = next(r for r in iter_turns(result.run_dir) if r["turn"] == 1 and "reply" in r)["actions"]
+    assert [a.get("ok") for a in actions] == [True, False, False, True]
+    assert all("refused by policy" in a["error"] for a in actions[1:3])
+    feedback = srv.requests[0].messages[1]["content"][0]["text"]
+    assert "refused by policy" in feedback  # the model is told
+    safety = load_summary(result.run_dir)["safety"]
+    assert safety["decisions"]["denied"] == 2
+    for name in ("turns.jsonl", "summary.json", "exchange.jsonl"):
+        assert SECRET not in (result.run_dir / name).read_text(encoding="utf-8"), name
