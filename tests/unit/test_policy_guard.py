@@ -170,6 +170,37 @@ def test_guarded_hands_announce_targets_and_refuse_input_after_a_trip() -> None:
         g.check_action({"kind": "key", "key": "a"})
 
 
+def test_a_drag_from_a_corner_is_the_agents_own_move() -> None:
+    """The watcher sees the pointer at the drag's start (a corner) while the drag presses
+    there: that is the agent, not the fail-safe gesture. The user's move there later trips."""
+
+    class Dragger(SimulatedDesktop):
+        def drag(self, start: Any, end: Any = None, *, duration: float = 0.3, steps: int = 20) -> None:
+            self.pointer = (int(start[0]), int(start[1]))
+            time.sleep(0.1)  # several polls at the start corner
+            super().drag(start, end, duration=duration, steps=steps)
+
+    desk = Dragger()
+
+    class Watch(StillDesktop):
+        def pointer(self) -> tuple[int, int]:
+            return desk.pointer
+
+    settings = SafetySettings(poll_interval=0.01, hotkeys=())
+    g = SafetyGuard.from_settings(PolicySettings(), settings, window_reader=None, watch_backend=Watch)
+    hands = g.wrap_hands(desk)
+    g.start()
+    try:
+        hands.drag((0, 0), (500, 500))
+        time.sleep(0.05)
+        assert g.killswitch is not None and not g.killswitch.tripped
+        desk.pointer = (1919, 1079)  # now the user pushes it into a corner
+        assert g.killswitch.wait_blocking(2.0) is not None
+        assert g.trip is not None and g.trip.source == "corner"
+    finally:
+        g.close()
+
+
 # ------------------------------------------------------------------- config sections
 
 

@@ -316,8 +316,10 @@ class GuardedHands:
              steps: int = 20) -> None:
         self._gate()
         target = end if end is not None else start
-        if target is not None and len(target) >= 2:
-            self._note(target[0], target[1])
+        if self._switch is not None and target is not None and len(target) >= 2:
+            # The drag presses at its start, which may be a corner too: announce both.
+            via = [(round(float(start[0])), round(float(start[1])))] if end is not None and len(start) >= 2 else []
+            self._switch.note_pointer(round(float(target[0])), round(float(target[1])), via=via)
         self._hands.drag(start, end, duration=duration, steps=steps)
 
     def scroll(self, x: float | None = None, y: float | None = None, *, dy: int = 0, dx: int = 0) -> None:

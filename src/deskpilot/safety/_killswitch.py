@@ -437,6 +437,7 @@ class KillSwitch:
         self._trip: Trip | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[Trip]]] = []
         self._agent_pointer: tuple[int, int] | None = None
+        self._agent_via: tuple[tuple[int, int], ...] = ()
         self._agent_seen = False
         self.status: dict[str, str] = {}
         self.polls = 0
@@ -506,11 +507,13 @@ class KillSwitch:
         self._flag.wait(timeout)
         return self._trip
 
-    def note_pointer(self, x: int, y: int) -> None:
+    def note_pointer(self, x: int, y: int, *, via: Sequence[tuple[int, int]] = ()) -> None:
         """The agent is about to put the pointer at ``(x, y)``: do not take that for the
-        user's fail-safe gesture. Call before moving, with the clamped target."""
+        user's fail-safe gesture. Call before moving, with the clamped target. ``via``:
+        points the pointer passes on its way (a drag's start), which may be corners too."""
         with self._lock:
             self._agent_pointer = (int(x), int(y))
+            self._agent_via = tuple((int(px), int(py)) for px, py in via)
             self._agent_seen = False
 
     # -- the watcher thread --------------------------------------------------------------
@@ -632,6 +635,8 @@ class KillSwitch:
                 agent = self._agent_pointer
                 tol = self.agent_tolerance
                 at_agent = agent is not None and abs(agent[0] - x) <= tol and abs(agent[1] - y) <= tol
+                on_the_way = not at_agent and any(abs(px - x) <= tol and abs(py - y) <= tol
+                                                  for px, py in self._agent_via)
                 if at_agent:
                     self._agent_seen = True
                 elif agent is not None and self._agent_seen:
@@ -639,11 +644,12 @@ class KillSwitch:
                     # is the user. (Before it was seen there, the agent's move may still
                     # be on its way, so the note stays.)
                     self._agent_pointer = None
+                    self._agent_via = ()
                     self._agent_seen = False
             if name is None:
                 corner_armed = True
                 continue
-            if not corner_armed or at_agent:
+            if not corner_armed or at_agent or on_the_way:
                 continue
             self.trip(f"fail-safe: the pointer was moved into the {name} corner", "corner", x=x, y=y)
             return
