@@ -18,7 +18,7 @@ from deskpilot._version import __version__
 __all__ = ["main"]
 
 #: Subcommand modules, in the order --help lists them.
-COMMANDS: tuple[str, ...] = ("run", "demo", "scenarios", "shot", "doctor", "testserver", "panel")
+COMMANDS: tuple[str, ...] = ("run", "demo", "scenarios", "shot", "doctor", "testserver", "panel", "replay", "report")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,149 @@
+"""The screen of a dry replay: the recorded screenshots, played back in the run's order.
+
+:class:`RecordedScreen` is a :class:`deskpilot.agent.Screen`. It does not know about
+turns: the replay server tells it, through :meth:`RecordedScreen.advance`, how many model
+answers have been given, and it shows the first recorded frame captured at or after that
+point (see :meth:`deskpilot.replay._recording.Recording.capture_index`). Between two
+answers the screen is still, so the loop's settle sees two equal probes at once.
+
+Frames are the decoded PNGs the model was sent, so a replayed observation has the same
+pixels, and therefore the same digest, as the recorded one. What cannot be reproduced
+from them is documented in :mod:`deskpilot.replay._compare`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import io
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from deskpilot import imaging
+from deskpilot._errors import DeskpilotError
+from deskpilot.agent._screen import Probe, Shot
+from deskpilot.geometry import Mapping, Rect
+from deskpilot.replay._recording import Recording
+
+__all__ = ["RecordedScreen", "decode_png"]
+
+U8 = npt.NDArray[np.uint8]
+
+
+class ReplayDecodeError(DeskpilotError):
+    """A recorded screenshot cannot be decoded (or Pillow is not installed)."""
+
+
+def decode_png(path: Path) -> U8:
+    """An RGB array of a PNG file (Pillow decodes; it is in the ``test`` extra)."""
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ReplayDecodeError(
+            "replaying screenshots needs Pillow to decode them: pip install pillow (or 'deskpilot[test]')"
+        ) from None
+    try:
+        with Image.open(io.BytesIO(path.read_bytes())) as im:
+            return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
+    except (OSError, ValueError) as exc:
+        raise ReplayDecodeError(f"cannot decode {str(path)!r}: {exc}", path=str(path)) from None
+
+
+class RecordedScreen:
+    """A :class:`~deskpilot.agent.Screen` over a recording's screenshots (see module doc)."""
+
+    def __init__(
+        self,
+        recording: Recording,
+        *,
+        area: Rect,
+        image_size: tuple[int, int],
+        monitor: int = 1,
+        pointer: Callable[[], tuple[int, int] | None] | None = None,
+    ) -> None:
+        self.monitor = monitor
+        self.area = area
+        self.image_size = image_size
+        self._recording = recording
+        self._pointer = pointer
+        self._lock = threading.Lock()
+        self._answers = 0
+        self._cache: dict[str, U8] = {}
+        full = [(i, n, t) for i, n, z, t in recording.frame_schedule() if not z and recording.resolve(n)]
+        zooms = [(i, n, t) for i, n, z, t in recording.frame_schedule() if z and recording.resolve(n)]
+        self._full_index = [i for i, _, _ in full]
+        self._full = full
+        self._zooms = {i: n for i, n, _ in zooms}
+        #: Names of the frames served, in order (for tests and the replay report).
+        self.served: list[str] = []
+        self.missing_frames = not full
+
+    # ------------------------------------------------------------------ driving
+    def advance(self, answers: int) -> None:
+        """``answers`` model answers have been given (called by the replay server)."""
+        with self._lock:
+            self._answers = answers
+
+    def _frame_name(self) -> str | None:
+        with self._lock:
+            answers = self._answers
+        if not self._full:
+            return None
+        # The first frame captured at or after this point; past the end, the last one.
+        pos = bisect.bisect_left(self._full_index, answers)
+        return self._full[min(pos, len(self._full) - 1)][1]
+
+    def _load(self, name: str) -> U8:
+        frame = self._cache.get(name)
+        if frame is None:
+            path = self._recording.resolve(name)
+            assert path is not None  # only resolvable names are scheduled
+            frame = decode_png(path)
+            self._cache[name] = frame
+        return frame
+
+    def _current(self) -> tuple[str | None, U8]:
+        name = self._frame_name()
+        if name is None:
+            w, h = self.image_size
+            blank = np.zeros((h, w, 3), np.uint8)
+            return None, blank
+        return name, self._load(name)
+
+    def _position(self) -> tuple[int, int] | None:
+        return self._pointer() if self._pointer is not None else None
+
+    # ------------------------------------------------------------------ Screen
+    def probe(self) -> Probe:
+        _, rgb = self._current()
+        return imaging.frame_digest(rgb), self._position()
+
+    def grab(self) -> Shot:
+        name, rgb = self._current()
+        if name is not None:
+            self.served.append(name)
+        h, w = rgb.shape[:2]
+        return Shot(rgb, Mapping(self.area, w, h), imaging.frame_digest(rgb), self._position())
+
+    def grab_region(self, rect: Rect) -> Shot:
+        inside = rect.intersect(self.area) or self.area
+        with self._lock:
+            answers = self._answers
+        zoom = self._zooms.get(answers)
+        if zoom is not None:
+            # A zoom crop: what the recorded run showed for the rectangle it computed;
+            # a different rectangle now shows up as a different observation mapping.
+            rgb = self._load(zoom)
+            self.served.append(zoom)
+        else:
+            name, rgb = self._current()
+            if name is not None:
+                self.served.append(name)
+        h, w = rgb.shape[:2]
+        return Shot(rgb, Mapping(inside, w, h), imaging.frame_digest(rgb), self._position(), zoomed=True)
+
+    def close(self) -> None:
+        self._cache.clear()
