@@ -307,5 +307,6 @@ def test_stateless_actions_are_checked_by_the_runs_policy(tmp_path: Path) -> Non
     assert "refused by policy" in feedback  # the model is told
     safety = load_summary(result.run_dir)["safety"]
     assert safety["decisions"]["denied"] == 2
+    assert safety["budget"]["steps"] == result.steps >= 1  # counted for stateless requests too
     for name in ("turns.jsonl", "summary.json", "exchange.jsonl"):
         assert SECRET not in (result.run_dir / name).read_text(encoding="utf-8"), name

@@ -4,7 +4,8 @@ Precedence, per key: **CLI flag > environment variable > TOML file > default**.
 
 Every section is a frozen dataclass whose fields carry their environment variable
 names in ``field(metadata=...)`` (see :func:`setting`). The core sections are
-``[model]``, ``[screen]``, ``[agent]``, ``[history]`` and ``[run]``; other modes add their
+``[model]``, ``[screen]``, ``[agent]``, ``[history]`` and ``[run]``, plus the safety layer's
+``[policy]`` and ``[safety]`` (:mod:`deskpilot.safety`, in every run); other modes add their
 own with :func:`register_section` (e.g. team mode registers ``[team]`` with its planner
 temperature), so one loader, one error vocabulary and one ``--set section.key=value``
 flag serve every mode::

@@ -331,8 +331,6 @@ class Session:
     ) -> tuple[Turn, Completion]:
         """Send the history; returns the new turn and the model's answer."""
         self.check_limits()
-        if self.guard is not None and self.guard.budget is not None:
-            self.guard.budget.step()
         model = self.config.model
         previous = self._pending
         with previous.timer.phase("request_build") if previous else nullcontext():
@@ -831,7 +829,7 @@ async def run_agent_async(
     except Exception as exc:  # a bug: record it, then let it propagate
         outcome, error = "error", f"{type(exc).__name__}: {exc}"
         if guard is not None:
-            extra["safety"] = guard.record()
+            extra["safety"] = _safety_record(guard, session)
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
         await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
         _restore(replaced)
@@ -841,7 +839,7 @@ async def run_agent_async(
             guard.close()
         raise
     if guard is not None:
-        extra["safety"] = guard.record()
+        extra["safety"] = _safety_record(guard, session)
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
     _restore(replaced)
@@ -916,6 +914,14 @@ def describe_guard(guard: SafetyGuard | None) -> str:
     if guard.budget is not None:
         parts.append(f"limit {guard.budget.limit_seconds:g} s")
     return " · ".join(parts)
+
+
+def _safety_record(guard: SafetyGuard, session: Session | None) -> dict[str, Any]:
+    """``summary.safety``; the budget counts the model requests every mode made (the
+    session's count, which stateless mode keeps without ``Session.ask``)."""
+    if guard.budget is not None and session is not None:
+        guard.budget.steps = session.steps
+    return guard.record()
 
 
 def _stop_threadsafe(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None], trip: Trip) -> None:
