@@ -918,9 +918,11 @@ def describe_guard(guard: SafetyGuard | None) -> str:
 
 def _safety_record(guard: SafetyGuard, session: Session | None) -> dict[str, Any]:
     """``summary.safety``; the budget counts the model requests every mode made (the
-    session's count, which stateless mode keeps without ``Session.ask``)."""
+    session's count, which stateless mode keeps without ``Session.ask``) against the
+    bound the mode ran with (team mode sets its variant's own)."""
     if guard.budget is not None and session is not None:
         guard.budget.steps = session.steps
+        guard.budget.max_steps = max(1, session.max_steps)
     return guard.record()
 
 
