@@ -306,7 +306,7 @@ def _figure(turn: TurnView, images: _Images) -> str:
     w, h = turn.image_size
     return (
         f'<figure class="shot"><img {images.attrs(turn.image_path)} width="{w}" height="{h}" '
-        f'alt="screenshot {_e(turn.image)} seen at turn {turn.number}" loading="lazy">{svg}</figure>'
+        f'alt="screenshot {_e(turn.image)} seen at turn {turn.number}" decoding="async">{svg}</figure>'
         f'<div class="caption">{_e(turn.image)}: {_e(turn.image_note)} ({w}x{h})</div>'
     )
 
@@ -331,7 +331,7 @@ def _turn_html(turn: TurnView, images: _Images, seen: set[str]) -> str:
         # Only screens no turn shows as "seen" (e.g. the last one): each image once.
         left.append(
             f'<details class="after"><summary>screen after this turn ({_e(turn.after)})</summary>'
-            f'<figure class="shot"><img {images.attrs(turn.after_path)} alt="screen after turn {turn.number}" loading="lazy"></figure></details>'
+            f'<figure class="shot"><img {images.attrs(turn.after_path)} alt="screen after turn {turn.number}" decoding="async"></figure></details>'
         )
     right: list[str] = []
     if turn.reasoning:
