@@ -243,8 +243,15 @@ def diff_values(recorded: Any, replayed: Any, path: str = "") -> list[tuple[str,
         return out
     if recorded == replayed and type(recorded) is type(replayed):
         return []
-    if isinstance(recorded, (int, float)) and isinstance(replayed, (int, float)) and recorded == replayed:
-        return []  # 1 and 1.0 (JSON does not tell them apart)
+    numbers = (int, float)
+    if (
+        isinstance(recorded, numbers)
+        and isinstance(replayed, numbers)
+        and not isinstance(recorded, bool)
+        and not isinstance(replayed, bool)
+        and recorded == replayed
+    ):
+        return []  # 1 and 1.0 (JSON does not tell them apart); True is not 1
     return [(path, recorded, replayed)]
 
 
