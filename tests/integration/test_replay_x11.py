@@ -105,3 +105,11 @@ def test_real_replay_stops_mid_run_when_the_app_goes_away(recorded: Path, tmp_pa
     # What ran before the stop was compared with the recording and matched.
     assert not [d for d in result.divergences if d.turn < failing.request - 1], format_result(result)
     assert load_recording(recorded).complete
+
+
+def test_dry_replay_of_a_run_recorded_on_x(recorded: Path) -> None:
+    # Real capture (cursor drawn in, XFixes pointer), replayed on the recorded frames: the
+    # screen-derived results (changed, changed_region) come out the same.
+    result = replay_run(recorded)
+    assert result.ok, format_result(result)
+    assert not [n for n in result.notes if "not compared" in n], result.notes
