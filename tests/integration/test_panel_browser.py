@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -27,7 +30,9 @@ pytestmark = pytest.mark.browser
 def browser() -> Iterator[Chromium]:
     if find_chromium() is None:
         pytest.fail("Chromium is not installed: run ./dev setup (apt-get install chromium)")
-    chrome = Chromium()
+    # Two names of other sites that resolve to 127.0.0.1, as an attacker's domain does
+    # after DNS rebinding (or simply: a page of another site served from this machine).
+    chrome = Chromium(extra_args=["--host-resolver-rules=MAP evil.test 127.0.0.1, MAP rebind.test 127.0.0.1"])
     try:
         chrome.call("Browser.getVersion")
         yield chrome
@@ -191,4 +196,131 @@ def test_browser_mode_draws_the_overlays_and_posts_the_png(browser: Chromium) ->
         px, py = canvas_to_page(browser, session, 160.5, 90.5)
         assert np.abs(shot[py, px].astype(int) - img[90, 160].astype(int)).max() <= 8
     finally:
+        server.stop_thread()
+
+
+# -- the panel's safety, seen from a real browser ---------------------------------------------
+
+TOKEN = "browser-test-token-0123456789"
+
+
+def test_token_panel_page_works_through_its_cookie(browser: Chromium) -> None:
+    """Opened as /?token=..., the page drops the token from the address bar, keeps it in
+    an HttpOnly cookie, and its own polls and POSTs (inject, annotated) go through."""
+    w, h = 320, 180
+    state = PanelState(
+        config={"ui": OverlayStyle().to_ui_config(), "capture_width": w, "capture_height": h},
+        annotate="browser",
+    )
+    server = PanelServer(state, port=0, token=TOKEN)
+    server.start_in_thread()
+    try:
+        session = browser.open(server.page_url)
+        browser.wait_for(session, "document.getElementById('phase').textContent === 'starting'")
+        assert browser.evaluate(session, "location.href") == server.url + "/"
+        assert browser.evaluate(session, "document.cookie") == ""  # HttpOnly: scripts cannot read it
+        browser.evaluate(
+            session,
+            "document.getElementById('inject').value = '{\"observation\": \"from the page\"}';"
+            " document.getElementById('inject-send').click(); true",
+        )
+        browser.wait_for(session, "document.getElementById('inject-status').textContent === 'queued'")
+        assert state.take_injection() == '{"observation": "from the page"}'
+        state.publish(
+            turn=1,
+            raw_png=imaging.encode_png(grey_frame(w, h)),
+            image_size=(w, h),
+            observation="",
+            bboxes=[],
+            actions=[{"name": "click", "x1": 500, "y1": 500}],
+            vlm_json="{}",
+        )
+
+        async def engine() -> bytes:
+            return await state.wait_annotation(1, timeout=20)
+
+        assert decode(asyncio.run(engine())).shape == (h, w, 3)
+    finally:
+        server.stop_thread()
+
+
+class _AttackerPage(BaseHTTPRequestHandler):
+    page = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.page)))
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_another_site_cannot_inject_or_read_and_rebinding_is_refused(browser: Chromium) -> None:
+    state = PanelState(annotate="native")
+    state.publish(
+        turn=1,
+        raw_png=imaging.encode_png(grey_frame(64, 36)),
+        image_size=(64, 36),
+        observation="",
+        bboxes=[],
+        actions=[],
+        vlm_json="{}",
+    )
+    server = PanelServer(state, port=0)
+    server.start_in_thread()
+    panel = server.url
+    payload = json.dumps({"vlm_text": '{"actions": [{"name": "key", "keys": "ctrl+alt+t"}]}'})
+    # What a hostile page can do without any help: a no-cors text/plain POST (no
+    # preflight), a JSON POST (preflighted), and embedding the screenshot as an image.
+    handler = type(
+        "Page",
+        (_AttackerPage,),
+        {
+            "page": f"""<!doctype html><body><script>
+const panel = {json.dumps(panel)}, body = {json.dumps(payload)};
+const results = {{}};
+(async () => {{
+  try {{ await fetch(panel + "/inject", {{method: "POST", mode: "no-cors",
+         headers: {{"Content-Type": "text/plain"}}, body}}); results.plain = "sent"; }}
+  catch (e) {{ results.plain = "failed"; }}
+  try {{ const r = await fetch(panel + "/inject", {{method: "POST",
+         headers: {{"Content-Type": "application/json"}}, body}}); results.json = r.status; }}
+  catch (e) {{ results.json = "failed"; }}
+  results.image = await new Promise((resolve) => {{
+    const img = new Image(); img.onload = () => resolve("loaded " + img.naturalWidth);
+    img.onerror = () => resolve("refused"); img.src = panel + "/raw.png"; }});
+  document.body.dataset.results = JSON.stringify(results);
+}})();
+</script></body>""".encode(),
+        },
+    )
+    attacker = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=attacker.serve_forever, daemon=True)
+    thread.start()
+    try:
+        session = browser.open(f"http://evil.test:{attacker.server_address[1]}/")
+        results = json.loads(browser.wait_for(session, "document.body.dataset.results"))
+        # The no-cors POST left the browser (its answer is opaque to the page) but the
+        # panel refused it; the JSON one failed its preflight; the image did not load.
+        assert state.take_injection() is None, "another site's page queued an action"
+        assert results == {"plain": "sent", "json": "failed", "image": "refused"}, results
+        # DNS rebinding: the attacker's name now resolves to 127.0.0.1, so for the browser
+        # the panel is the attacker's own origin -- the panel answers for its names only.
+        rebound = browser.open(f"http://rebind.test:{server.port}/")
+        browser.wait_for(rebound, "document.readyState === 'complete'")
+        assert "does not answer for host" in browser.evaluate(rebound, "document.body.textContent")
+        status = browser.evaluate(
+            rebound,
+            f"fetch('/inject', {{method: 'POST', headers: {{'Content-Type': 'application/json'}},"
+            f" body: {json.dumps(payload)}}}).then(r => r.status)",
+        )
+        assert status == 421
+        assert browser.evaluate(rebound, "fetch('/state').then(r => r.status)") == 421
+        assert state.take_injection() is None
+    finally:
+        attacker.shutdown()
+        attacker.server_close()
         server.stop_thread()

@@ -11,20 +11,35 @@
     state.publish(turn=1, raw_png=png, image_size=(w, h), ...)
     annotated = await state.wait_annotation(1, timeout=30)   # --annotate browser
 
-The HTTP API is described in :mod:`deskpilot.panel._app`.
+The HTTP API is described in :mod:`deskpilot.panel._app`, who may use it (Host, Origin,
+token, content type, body size) in :mod:`deskpilot.panel._access`. Beyond loopback the
+panel needs a token::
+
+    token, generated = resolve_token("generate")       # or the PANEL_TOKEN value
+    server = PanelServer(state, host="0.0.0.0", port=8765, token=token)
+    print(server.page_url)                             # http://127.0.0.1:8765/?token=...
 """
 
-from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES, create_app
+from deskpilot.panel._access import MIN_TOKEN_LENGTH, PanelAccess, is_loopback, resolve_token
+from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES, MAX_OTHER_BYTES, create_app
+from deskpilot.panel._png import InvalidPNG, validate_png
 from deskpilot.panel._server import PanelServer
 from deskpilot.panel._state import PHASES, AnnotationRejected, PanelState, png_size
 
 __all__ = [
     "MAX_ANNOTATED_BYTES",
     "MAX_INJECT_BYTES",
+    "MAX_OTHER_BYTES",
+    "MIN_TOKEN_LENGTH",
     "PHASES",
     "AnnotationRejected",
+    "InvalidPNG",
+    "PanelAccess",
     "PanelServer",
     "PanelState",
     "create_app",
+    "is_loopback",
     "png_size",
+    "resolve_token",
+    "validate_png",
 ]

@@ -10,14 +10,20 @@
                             pending seq (the engine keeps waiting)
 ==========================  =================================================================
 
-Bad bodies get a JSON error: 400 (not JSON), 413 (too large), 415 (not JSON content),
-422 (JSON of the wrong shape or an image that is not the screenshot's size). Unlike the
-seed there are no permissive CORS headers: the page is served from the same origin, and
-a cross-site page must not be able to drive the desktop.
+Every request first passes :class:`~deskpilot.panel._access.AccessGuard`: 421 for a
+``Host`` that does not name the panel (DNS rebinding), 403 for another site's request,
+401 without the token when one is set, 415 for a POST body that is not
+``application/json``, 413 for a declared body over the route's limit. The handlers then
+answer 400 (not JSON), 413 (a streamed body over the limit) and 422 (JSON of the wrong
+shape: unknown keys, wrong types, an empty ``vlm_text``, a negative ``seq``, base64 that is
+not base64, a PNG that is not complete and well formed, or not the screenshot's size).
+Unlike the seed there are no permissive CORS headers: the page is served from the same
+origin, and a cross-site page must not be able to drive the desktop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import importlib.resources
@@ -31,13 +37,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from deskpilot.panel._access import AccessGuard, PanelAccess
+from deskpilot.panel._png import InvalidPNG, validate_png
 from deskpilot.panel._state import AnnotationRejected, PanelState
 
-__all__ = ["MAX_ANNOTATED_BYTES", "MAX_INJECT_BYTES", "create_app"]
+__all__ = ["MAX_ANNOTATED_BYTES", "MAX_INJECT_BYTES", "MAX_OTHER_BYTES", "create_app"]
 
 #: Request body limits (a 4K PNG in base64 is well under 32 MB).
 MAX_INJECT_BYTES = 1 << 20
 MAX_ANNOTATED_BYTES = 32 << 20
+#: Any other POST (every other route answers 405, but its body is not read either).
+MAX_OTHER_BYTES = 64 << 10
+_INJECT_KEYS = frozenset({"vlm_text"})
+_ANNOTATED_KEYS = frozenset({"seq", "image_b64"})
+_PNG_DATA_URL = "data:image/png;base64,"
 
 _STATIC = {
     "panel.js": "text/javascript; charset=utf-8",
@@ -69,11 +82,13 @@ def _static_text(name: str) -> bytes:
 
 
 async def _read_json(request: Request, limit: int) -> dict[str, Any]:
-    content_type = (
-        request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
-    )
-    if content_type not in ("application/json", "text/plain", ""):
-        raise _HTTPError(415, f"send the body as application/json, not {content_type}")
+    # The access guard already refused other types; checked again so the handlers never
+    # depend on the middleware being in front of them.
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        raise _HTTPError(
+            415, f"send the body as application/json, not {content_type or 'no content type'}"
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _HTTPError(413, f"body of {declared} bytes is over the limit of {limit}")
@@ -93,6 +108,15 @@ async def _read_json(request: Request, limit: int) -> dict[str, Any]:
     return data
 
 
+def _only_keys(data: dict[str, Any], allowed: frozenset[str]) -> None:
+    extra = sorted(set(data) - allowed)
+    if extra:
+        raise _HTTPError(
+            422,
+            f"extra keys {', '.join(map(repr, extra))}: the body takes only {', '.join(sorted(allowed))}",
+        )
+
+
 def _handler(
     fn: Callable[[Request], Awaitable[Response]],
 ) -> Callable[[Request], Awaitable[Response]]:
@@ -105,8 +129,8 @@ def _handler(
     return wrapped
 
 
-def create_app(state: PanelState) -> Starlette:
-    """The panel app over one engine state."""
+def create_app(state: PanelState, access: PanelAccess) -> AccessGuard:
+    """The panel app over one engine state, behind ``access`` (see :mod:`._access`)."""
 
     async def index(request: Request) -> Response:
         return Response(
@@ -136,26 +160,39 @@ def create_app(state: PanelState) -> Starlette:
 
     async def inject(request: Request) -> Response:
         data = await _read_json(request, MAX_INJECT_BYTES)
+        _only_keys(data, _INJECT_KEYS)
         text = data.get("vlm_text")
         if not isinstance(text, str):
             raise _HTTPError(422, 'body needs "vlm_text": a string with the model output to inject')
+        if not text.strip():
+            raise _HTTPError(422, "vlm_text is empty: inject the model output to run")
         queued = state.inject(text)
         return _json({"ok": True, "queued": queued}, 202)
 
     async def annotated(request: Request) -> Response:
         data = await _read_json(request, MAX_ANNOTATED_BYTES)
+        _only_keys(data, _ANNOTATED_KEYS)
         seq = data.get("seq")
         image_b64 = data.get("image_b64")
-        if isinstance(seq, bool) or not isinstance(seq, int):
-            raise _HTTPError(422, 'body needs "seq": the integer pending_seq from /state')
+        if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+            raise _HTTPError(
+                422, 'body needs "seq": the integer pending_seq from /state (0 or more)'
+            )
         if not isinstance(image_b64, str) or not image_b64:
             raise _HTTPError(422, 'body needs "image_b64": the annotated PNG in base64')
         if image_b64.startswith("data:"):
-            image_b64 = image_b64.partition(",")[2]
+            if not image_b64.startswith(_PNG_DATA_URL):
+                raise _HTTPError(422, f"image_b64 as a data URL must start with {_PNG_DATA_URL}")
+            image_b64 = image_b64[len(_PNG_DATA_URL) :]
         try:
             png = base64.b64decode(image_b64, validate=True)
         except (binascii.Error, ValueError):
             raise _HTTPError(422, "image_b64 is not valid base64") from None
+        try:
+            # Inflating the whole image takes a few ms: off the loop the engine runs on.
+            await asyncio.to_thread(validate_png, png, expect_size=state.image_size)
+        except InvalidPNG as exc:
+            raise _HTTPError(422, f"image_b64 is not a usable PNG: {exc}") from None
         try:
             state.submit_annotation(seq, png)
         except AnnotationRejected as exc:
@@ -178,4 +215,10 @@ def create_app(state: PanelState) -> Starlette:
         detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
         return _error(status, str(detail))
 
-    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+    return AccessGuard(
+        app,
+        access,
+        body_limits={"/inject": MAX_INJECT_BYTES, "/annotated": MAX_ANNOTATED_BYTES},
+        default_limit=MAX_OTHER_BYTES,
+    )

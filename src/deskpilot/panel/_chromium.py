@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,16 @@ def find_chromium() -> str | None:
 class Chromium:
     """A headless Chromium and a minimal CDP client over its debugging pipe."""
 
-    def __init__(self, *, width: int = 1400, height: int = 1000, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        width: int = 1400,
+        height: int = 1000,
+        timeout: float = 30.0,
+        extra_args: Sequence[str] = (),
+    ) -> None:
+        """``extra_args``: more command-line switches (e.g. ``--host-resolver-rules=...``
+        to give test servers on 127.0.0.1 names of other sites)."""
         executable = find_chromium()
         if executable is None:
             raise BrowserError("Chromium is not installed (apt-get install chromium)")
@@ -81,6 +91,7 @@ class Chromium:
             "--hide-scrollbars",
             "--force-device-scale-factor=1",
             f"--window-size={width},{height}",
+            *extra_args,
             "about:blank",
         ]
         self.proc = subprocess.Popen(

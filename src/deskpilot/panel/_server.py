@@ -5,6 +5,9 @@ gives a free port whose number is known before the first request. The server run
 task of the caller's loop (:meth:`PanelServer.start`), or on its own thread
 (:meth:`PanelServer.start_in_thread`, for tests and tools without a loop). uvicorn's own
 signal handling is switched off: the agent's Ctrl+C handling stays in charge.
+
+Who may talk to it is :class:`~deskpilot.panel._access.PanelAccess`'s business: a
+non-loopback ``host`` without a ``token`` is refused here, before anything is bound.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import ipaddress
 import logging
 import socket
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
+from urllib.parse import quote
 
 import uvicorn
 
 from deskpilot._errors import ConfigError
+from deskpilot.panel._access import PanelAccess, is_loopback
 from deskpilot.panel._app import create_app
 from deskpilot.panel._state import PanelState
 
@@ -58,35 +63,67 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class PanelServer:
-    """The panel web server for one :class:`PanelState`."""
+    """The panel web server for one :class:`PanelState`.
 
-    def __init__(self, state: PanelState, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    ``token``: required on every request when set (and required to bind beyond
+    loopback); ``allowed_hosts``: extra ``Host`` names the panel answers for."""
+
+    def __init__(
+        self,
+        state: PanelState,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        allowed_hosts: Iterable[str] = (),
+    ) -> None:
         self.state = state
         self.host = host
         self.requested_port = port
+        self.token = token or None
+        self.allowed_hosts = tuple(allowed_hosts)
+        # Refuse a bad setup now (non-loopback without a token, malformed host names),
+        # before a socket is bound; the real rules are built once the port is known.
+        PanelAccess(host, port, token=self.token, allowed_hosts=self.allowed_hosts)
+        self.access: PanelAccess | None = None
         self.port: int | None = None
         self._server: _Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        if not _is_loopback(host):
-            log.warning(
-                "panel bound to %s: its API drives this desktop and has no authentication", host
-            )
+        if not is_loopback(host):
+            log.warning("panel bound to %s: reachable from the network, guarded by its token", host)
 
     @property
     def url(self) -> str:
         if self.port is None:
             raise RuntimeError("the panel is not started")
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = self.host
+        if host in ("0.0.0.0", "::"):
+            host = "127.0.0.1"  # where this machine's own browser reaches a wildcard bind
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}"
+
+    @property
+    def page_url(self) -> str:
+        """The page's address to open: with ``?token=`` when the panel has a token (the
+        first answer stores it in a cookie and drops it from the address bar)."""
+        if self.token is None:
+            return self.url + "/"
+        return f"{self.url}/?token={quote(self.token, safe='')}"
 
     def _make(self) -> tuple[_Server, socket.socket]:
         sock = _bind(self.host, self.requested_port)
         self.port = int(sock.getsockname()[1])
+        self.access = PanelAccess(
+            self.host, self.port, token=self.token, allowed_hosts=self.allowed_hosts
+        )
         config = uvicorn.Config(
-            create_app(self.state),
+            create_app(self.state, self.access),
             lifespan="off",
+            proxy_headers=False,  # nothing stands in front of the panel: trust no X-Forwarded-*
+            server_header=False,
+            limit_concurrency=64,
             log_level="warning",
             access_log=False,
             timeout_graceful_shutdown=1,
@@ -157,12 +194,3 @@ class PanelServer:
         self._thread = None
         self._server = None
         self._task = None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
