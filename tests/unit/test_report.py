@@ -128,6 +128,10 @@ def test_partial_run_directories_never_crash(tmp_path: Path) -> None:
     page = render_report(run)
     assert 'id="partial"' in page and "still running" in page and "turn_0002_annotated.png is missing" in page
     assert sections(page)  # what is there is shown
+    (run / "summary.json").unlink()
+    data = build_report_data(load_recording(run))
+    assert data.outcome.startswith("unknown") and data.totals["requests"] == 3 and data.totals["images_sent"] == 3
+    assert [p["phase"] for p in data.phases][-1] == "overhead"  # p50/p95 counted from the turns
     # Almost nothing: only run.json.
     bare = tmp_path / "bare"
     bare.mkdir()

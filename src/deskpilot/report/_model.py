@@ -247,6 +247,28 @@ def _phases(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str,
     return [{"phase": s.phase, **s.as_dict()} for s in summarize(clean)]
 
 
+def _totals_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """What summary.json would say, counted from the turn records (a crashed run has none)."""
+    requests = [_dict(t.get("request")) for t in turns if t.get("request")]
+    calls = [
+        _dict(c.get("result"))
+        for t in turns
+        for c in ([t] if t.get("tool_call") else []) + _list(t.get("more_calls")) + _list(t.get("extra_calls"))
+    ]
+    observations = [_dict(t.get("observation")) for t in turns if t.get("observation")]
+    if any("sent" in o for o in observations):
+        images = sum(1 for o in observations if o.get("sent") == "image")
+    else:  # stateless mode: every request carries its one screenshot
+        images = sum(1 for r in requests if r.get("images"))
+    return {
+        "requests": len(requests),
+        "request_bytes": sum(int(r.get("bytes") or 0) for r in requests),
+        "tool_calls": len(calls),
+        "tool_errors": sum(1 for r in calls if r.get("ok") is False),
+        "images_sent": images,
+    }
+
+
 def build_report_data(recording: Recording) -> ReportData:
     """Everything the HTML report shows (see the module docstring)."""
     summary = recording.summary or {}
@@ -262,7 +284,7 @@ def build_report_data(recording: Recording) -> ReportData:
         summary=summary,
         run_info=recording.run_info,
         phases=_phases(recording, turns),
-        totals=dict(summary.get("totals") or {}),
+        totals=dict(summary.get("totals") or {}) or _totals_from_turns(turns),
     )
     last_sent: tuple[str, Any] | None = None  # (screenshot, mapping) of the newest image sent
     previous_obs: dict[str, Any] | None = None
