@@ -184,3 +184,12 @@ def test_modes_register_their_own_sections(tmp_path: Path) -> None:
 
         _config._SECTIONS.pop("example", None)
     assert "example" not in registered_sections()
+
+
+def test_only_credentials_are_masked_in_run_json() -> None:
+    from deskpilot.agent._config import _is_secret_setting
+
+    for name in ("api_key", "panel_token", "token", "password", "client_secret"):
+        assert _is_secret_setting(name), name
+    for name in ("max_tokens", "planner_max_tokens", "deny_keys", "hotkeys", "keep_last_thinks"):
+        assert not _is_secret_setting(name), name

@@ -268,7 +268,12 @@ _CORE = ("model", "screen", "agent", "history", "run")
 def _is_secret_setting(name: str) -> bool:
     """``api_key``, ``*_token``, ``*password*``: masked in run.json. Lists of key combos
     (``policy.deny_keys``, ``safety.hotkeys``) are not credentials and stay readable."""
-    return name == "key" or name.endswith("_key") or "token" in name or "password" in name
+    # "max_tokens" counts tokens; only a setting *named* token/secret/password is a credential.
+    return (
+        name in ("key", "token", "secret")
+        or name.endswith(("_key", "_token", "_secret"))
+        or "password" in name
+    )
 
 
 # --------------------------------------------------------------------------- coercion
