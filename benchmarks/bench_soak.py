@@ -99,37 +99,16 @@ class Sampler:
         pass
 
 
-_GUARD: dict[str, Any] = {}
-
-
-def _register_guarded_mode() -> None:
-    from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
-    from deskpilot.safety import run_guarded
-
-    single = get_mode("single")
-
-    class Guarded:
-        def __init__(self, config: Any) -> None:
-            self.inner = single.factory(config)
-
-        async def run(self, session: Any) -> Any:
-            return await run_guarded(self.inner, session, _GUARD["guard"])
-
-    register_mode(ModeSpec("soak-guarded", "single mode under SafetyGuard (soak benchmark)", Guarded))
-
-
 def soak(turns: int, work: Path, *, guarded: bool) -> dict[str, Any]:
-    from deskpilot.agent import iter_turns, load_config, run_agent
+    from deskpilot.agent import iter_turns, load_config, load_summary, run_agent
     from deskpilot.agent._timings import percentile
-    from deskpilot.safety import PolicySettings, SafetyGuard, SafetySettings
     from deskpilot.testing import ModelServer, ScriptedPolicy
 
     flags: dict[str, Any] = {"run.runs_dir": str(work / "runs"), "agent.max_steps": turns + 2,
                              "screen.input_backend": "xtest", "run.save_screenshots": False}
-    if guarded:
-        _register_guarded_mode()
-        _GUARD["guard"] = SafetyGuard.from_settings(PolicySettings(), SafetySettings(), max_steps=turns + 2)
-        flags["agent.mode"] = "soak-guarded"
+    # "guarded" is what every run does by default (policy, kill switch, budget, redaction);
+    # "plain" switches the safety layer off to show what it costs.
+    flags["safety.enabled"] = guarded
     sampler = Sampler()
     with ModelServer(ScriptedPolicy(_script(turns)), validate=False, keep_images=0, max_records=4) as server:
         cfg = load_config(flags={"model.endpoint": server.endpoint, **flags}, env={}, search_default=False)
@@ -165,9 +144,8 @@ def soak(turns: int, work: Path, *, guarded: bool) -> dict[str, Any]:
         "overhead_p95_last100_ms": round(percentile(tail, 95), 2),
     }
     if guarded:
-        guard = _GUARD.pop("guard")
-        out["policy_checks"] = guard.counts["checked"]
-        out["kill_switch_polls"] = guard.killswitch.polls if guard.killswitch else 0
+        safety = load_summary(result.run_dir).get("safety") or {}
+        out["policy_checks"] = (safety.get("decisions") or {}).get("checked", 0)
         out["policy_check_us"] = policy_check_cost()
     return out
 
