@@ -4,9 +4,9 @@ What must stay flat over a long run: resident memory, open file descriptors, X
 connections, and the client-side turn overhead (reply -> next request). The agent runs
 in this process with real capture (mss/XShm) and real XTest input on a private Xvfb that
 shows a corpus screenshot; the scripted model alternates ``observe_screen``, clicks on
-two spots (so screenshots differ) and a harmless key. The ``guarded`` workload runs the
-same loop under :class:`deskpilot.safety.SafetyGuard` (policy check on every action,
-kill-switch watcher thread polling the pointer over its own X connection).
+two spots (so screenshots differ) and a harmless key. The ``guarded`` workload is a
+default run (the safety layer on: policy check on every action, kill-switch watcher
+thread polling the pointer over its own X connection); ``plain`` switches it off.
 
 Sampled after every turn: RSS (/proc/self/statm), open fds (/proc/self/fd) and the
 clients connected to the private X server (the picture viewer + this process). "start"
