@@ -393,6 +393,185 @@ def test_injection_starts_the_loop(tmp_path: Path) -> None:
     assert "injected" in server.requests[0].messages[1]["content"][0]["text"]
 
 
+# -- the safety policy ------------------------------------------------------------------------------
+
+SECRET = "sk-proj-" + "Zq8wEr4tYu1iOp7aSd2fGh5jKl0zXc3v"  # an OpenAI-style key (fake)
+
+
+@pytest.mark.parametrize("physical", [True, False], ids=["physical", "dry_run"])
+def test_denied_actions_do_not_run_and_are_recorded_and_fed_back(
+    tmp_path: Path, physical: bool
+) -> None:
+    boot = reply(
+        "Click the field, then the rest.",
+        click(*FIELD),
+        {"name": "key", "keys": "alt+f4"},
+        {"name": "type", "text": f"token {SECRET}"},
+        {"name": "type", "text": "ok"},
+        {"name": "key", "keys": "enter"},
+    )
+    result, server, desk = run(
+        tmp_path,
+        [reply("Done.", {"name": "done"})],
+        boot_vlm_output=boot,
+        physical_execution=physical,
+    )
+    assert result.outcome == "answered", result.error
+    keys = [e["key"] for e in desk.events if e["action"] == "key"]
+    typed = [e["text"] for e in desk.events if e["action"] == "type"]
+    if physical:
+        # Neither alt+f4 nor the secret reached the desktop; the allowed actions around
+        # them did.
+        assert keys == ["enter"] and typed == ["ok"] and desk.submitted == ["ok"]
+    else:
+        assert keys == [] and typed == []
+    turn1 = next(r for r in records(result.run_dir) if r["turn"] == 1 and r.get("stage") == "turn")
+    actions = turn1["actions"]
+    assert [a["ok"] for a in actions] == [True, False, False, True, True]
+    denied = [a["result"]["error"] for a in actions[1:3]]
+    assert [d["type"] for d in denied] == ["policy_denied", "policy_denied"]
+    assert denied[0]["rule"] == "keys.deny:alt+f4"
+    assert denied[1]["rule"].startswith("text.secret:")
+    assert "Do not retry" in denied[0]["message"]
+    assert all("result" not in a for a in (actions[0], actions[3], actions[4]))
+    assert turn1["policy_denied"] == 2
+    assert turn1["result"]["error"] == {"type": "policy_denied"} and turn1["result"]["denied"] == 2
+    # The next request tells the model which actions the policy refused and why.
+    feedback = server.requests[0].messages[1]["content"][0]["text"]
+    assert "2 key alt+f4 (REFUSED, policy_denied: refused by policy [keys.deny:alt+f4]" in feedback
+    assert "do not retry it" in feedback
+    assert "4 type \"ok\"" in feedback and "4 type \"ok\" (" not in feedback
+    # The secret stays out of every file of the run, main.log included.
+    for path in result.run_dir.rglob("*"):
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".log"):
+            assert SECRET not in path.read_text(encoding="utf-8"), path.name
+    safety = load_summary(result.run_dir)["safety"]
+    assert safety["decisions"]["denied"] == 2
+
+
+class _RefusingDesk(SimulatedDesktop):
+    """The simulated desktop whose keyboard fails with ``error`` (an OS refusal, a stop)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def key(self, combo: str) -> None:
+        raise self.error
+
+
+def test_an_input_failure_skips_the_rest_of_the_turn(tmp_path: Path) -> None:
+    from deskpilot._errors import InputError
+
+    desk = _RefusingDesk(InputError("the X server refused the key event", call="XTestFakeKeyEvent"))
+    boot = reply("Press enter, then click.", {"name": "key", "keys": "enter"}, click(*TARGET))
+    result, server, _ = run(tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot)
+    assert result.outcome == "answered", result.error
+    assert not desk.target_clicks
+    turn1 = next(r for r in records(result.run_dir) if r["turn"] == 1 and r.get("stage") == "turn")
+    first, second = turn1["actions"]
+    assert first["ok"] is False and first["result"]["error"]["type"] == "action_failed"
+    assert "refused the key event" in first["error"]
+    assert second["skipped"] and "ok" not in second
+    assert turn1["result"]["error"] == {"type": "action_failed"} and "policy_denied" not in turn1
+    assert "(FAILED: InputError: the X server refused" in server.requests[0].messages[1]["content"][0]["text"]
+
+
+def test_a_stop_during_an_action_ends_the_run(tmp_path: Path) -> None:
+    """A kill-switch trip surfaces from the guarded hands as RunInterrupted: it stops the
+    run, it is not one action's failure that the turn steps over."""
+    from deskpilot._errors import RunInterrupted
+
+    desk = _RefusingDesk(RunInterrupted("input refused: fail-safe corner", reason="corner"))
+    boot = reply("Press enter, then click.", {"name": "key", "keys": "enter"}, click(*TARGET))
+    result, server, _ = run(tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot)
+    assert result.outcome == "interrupted", (result.outcome, result.error)
+    assert not desk.target_clicks and server.requests == []
+
+
+# -- panel settings -------------------------------------------------------------------------------
+
+
+def test_panel_beyond_loopback_needs_a_token() -> None:
+    with pytest.raises(ValueError, match="PANEL_TOKEN"):
+        StatelessSettings(host="0.0.0.0", panel="on")
+    with pytest.raises(ValueError, match="PANEL_TOKEN"):
+        StatelessSettings(host="192.168.1.5", boot_enabled=False)  # auto: the panel starts
+    assert StatelessSettings(host="0.0.0.0", panel="on", panel_token="generate").panel_enabled()
+    assert StatelessSettings(host="0.0.0.0", panel="on", panel_token="x" * 16).panel_token
+    # No panel, nothing listens: the address does not matter.
+    assert not StatelessSettings(host="0.0.0.0").panel_enabled()
+    with pytest.raises(ValueError, match="16"):
+        StatelessSettings(panel="on", panel_token="short")
+    with pytest.raises(ValueError, match="allowed host"):
+        StatelessSettings(panel="on", panel_allowed_hosts="ok.lan, not a host")
+    assert StatelessSettings(panel_allowed_hosts=" a.lan, b.lan:9000 ,").allowed_hosts == (
+        "a.lan",
+        "b.lan:9000",
+    )
+    cfg = load_config(
+        flags={"agent.mode": "stateless", "stateless.panel": "on"},
+        env={"PANEL_TOKEN": "t" * 20, "PANEL_HOST": "0.0.0.0"},
+        search_default=False,
+    )
+    assert cfg.section(StatelessSettings).panel_token == "t" * 20
+    assert cfg.as_dict()["stateless"]["panel_token"] == "***"
+
+
+def test_generated_token_guards_the_running_panel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def client() -> None:
+        for _ in range(500):
+            err = capsys.readouterr().err
+            seen.setdefault("err", "")
+            seen["err"] += err
+            if "?token=" in seen["err"]:
+                break
+            time.sleep(0.02)
+        else:
+            return
+        link = next(w for w in seen["err"].split() if "?token=" in w)
+        base, _, token = link.partition("/?token=")
+        seen["token"] = token
+        seen["without"] = httpx.get(f"{base}/state", timeout=5).status_code
+        seen["inject_without"] = httpx.post(
+            f"{base}/inject", json={"vlm_text": "x"}, timeout=5
+        ).status_code
+        response = httpx.post(
+            f"{base}/inject",
+            json={"vlm_text": reply("injected", click(*TARGET))},
+            headers={"authorization": f"Bearer {token}"},
+            timeout=5,
+        )
+        seen["inject"] = response.status_code
+
+    thread = threading.Thread(target=client, daemon=True)
+    thread.start()
+    result, _server, desk = run(
+        tmp_path,
+        [reply("done", {"name": "done"})],
+        boot_enabled=False,
+        inject_timeout=10,
+        port=0,
+        panel="auto",
+        panel_token="generate",
+    )
+    thread.join(5)
+    assert seen.get("without") == 401 and seen.get("inject_without") == 401, seen
+    assert seen.get("inject") == 202, seen
+    assert result.outcome == "answered" and desk.target_clicks
+    token = seen["token"]
+    assert len(token) >= 32
+    written = orjson.loads((result.run_dir / "stateless.json").read_bytes())
+    assert written["panel_token"] is True and "token" not in written["panel"]
+    for path in result.run_dir.rglob("*"):
+        if path.is_file() and path.suffix in (".jsonl", ".json", ".log"):
+            assert token not in path.read_text(encoding="utf-8"), path.name
+
+
 def test_settings_validation() -> None:
     with pytest.raises(ValueError):
         StatelessSettings(capture_crop=(0, 0, 0, 10))  # type: ignore[arg-type]

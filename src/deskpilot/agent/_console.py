@@ -44,11 +44,71 @@ def _ms(value: Any) -> str:
     return f"{v:.0f}" if v >= 100 else f"{v:.1f}"
 
 
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _point(values: Mapping[str, Any], x: str, y: str) -> str:
+    return f"{values[x]},{values[y]}" if x in values and y in values else ""
+
+
+def _seed_action(entry: Mapping[str, Any]) -> str:
+    """One action of a stateless turn (``{"action": seed dict, "physical": ..., "ok": ...}``):
+    ``click 500,412``, ``type 'hi'``, ``key alt+f4 ✗`` (refused or failed), ``(skipped)``."""
+    action = entry.get("action")
+    physical = entry.get("physical")
+    if isinstance(action, Mapping):
+        name = str(action.get("name") or "?")
+        if name == "type":
+            text = f"type {_short(repr(str(action.get('text') or '')), 30)}"
+        elif name == "key":
+            text = f"key {action.get('keys')}"
+        else:
+            where = _point(action, "x1", "y1")
+            if name == "drag" and _point(action, "x2", "y2"):
+                where += ">" + _point(action, "x2", "y2")
+            if name == "scroll":
+                where = f"dy={action.get('dy', 0)} {where}".strip()
+            text = f"{name} {where}".strip()
+    elif isinstance(physical, Mapping):  # a record of the physical action only
+        text = f"{physical.get('kind', '?')} {_point(physical, 'x', 'y')}".strip()
+    else:
+        text = "?"
+    if entry.get("skipped"):
+        return text + " (skipped)"
+    if entry.get("ok") is False:
+        return text + " ✗"
+    return text
+
+
+def _seed_actions(actions: Any, limit: int = 90) -> str:
+    entries = [a for a in actions if isinstance(a, Mapping)]
+    shown: list[str] = []
+    for index, entry in enumerate(entries):
+        part = _seed_action(entry)
+        rest = len(entries) - index - 1
+        tail = f" +{rest} more" if rest else ""
+        if shown and len("; ".join([*shown, part])) + len(tail) > limit:
+            shown.append(f"+{len(entries) - index} more")
+            break
+        shown.append(part)
+    return "; ".join(shown)
+
+
 def format_action(record: Mapping[str, Any]) -> str:
-    """``click_element 'OK' [512, 300]`` style summary of a turn's tool call."""
+    """``click_element 'OK' [512, 300]`` style summary of a turn's tool call; for a
+    stateless turn its actions (``click 500,412; key alt+f4 ✗; type 'ok'``)."""
+    actions = record.get("actions")
+    ran = _seed_actions(actions) if isinstance(actions, list) and actions else ""
     if record.get("final"):
         answer = str(record.get("answer") or "")
-        return "answer: " + (answer if len(answer) <= 70 else answer[:67] + "...")
+        if ran:
+            return f"{_short(ran, 60)} -> answer: {_short(answer, 40)}"
+        return "answer: " + _short(answer, 70)
+    if ran:
+        return ran
+    if isinstance(actions, list) and not record.get("tool_call"):
+        return "no actions"  # a stateless turn whose reply asked for none
     call = record.get("tool_call")
     if not call:
         return "observe" if "observation" in record else "-"
@@ -68,7 +128,8 @@ def _result_text(record: Mapping[str, Any]) -> Text:
         return Text("")
     if not result.get("ok"):
         err = result.get("error") or {}
-        return Text(f"✗ {err.get('type')}", style="red")
+        count = result.get("denied") if err.get("type") == "policy_denied" else None
+        return Text(f"✗ {err.get('type')}" + (f" ×{count}" if count and count > 1 else ""), style="red")
     if "changed" in result:
         if result.get("warning"):
             return Text(f"no effect ×{result.get('no_effect_repeats')}", style="yellow")

@@ -189,10 +189,13 @@ def create_app(state: PanelState, access: PanelAccess) -> AccessGuard:
         except (binascii.Error, ValueError):
             raise _HTTPError(422, "image_b64 is not valid base64") from None
         try:
+            state.check_annotation_seq(seq)  # a stale seq is 409 whatever the image holds
             # Inflating the whole image takes a few ms: off the loop the engine runs on.
             await asyncio.to_thread(validate_png, png, expect_size=state.image_size)
         except InvalidPNG as exc:
             raise _HTTPError(422, f"image_b64 is not a usable PNG: {exc}") from None
+        except AnnotationRejected as exc:
+            raise _HTTPError(exc.status, str(exc), pending_seq=state.pending_seq) from None
         try:
             state.submit_annotation(seq, png)
         except AnnotationRejected as exc:

@@ -185,22 +185,32 @@ class PanelState:
             _resolve(waiter, None)
         return queued
 
+    def _check_seq_locked(self, seq: int) -> tuple[int, asyncio.Future[bytes]]:
+        waiter = self._annotation_waiter
+        if waiter is None or waiter[0] != seq or seq != self.pending_seq:
+            state = (
+                "not waiting for an annotated image"
+                if waiter is None
+                else f"waiting for seq {waiter[0]}"
+            )
+            raise AnnotationRejected(
+                f"seq {seq} does not match pending_seq {self.pending_seq} ({state})",
+                status=409,
+                seq=seq,
+                pending_seq=self.pending_seq,
+            )
+        return waiter
+
+    def check_annotation_seq(self, seq: int) -> None:
+        """Raise :class:`AnnotationRejected` (409) unless the engine waits for turn ``seq``
+        (checked before the costlier image validation; :meth:`submit_annotation` checks again)."""
+        with self._lock:
+            self._check_seq_locked(seq)
+
     def submit_annotation(self, seq: int, png: bytes) -> None:
         """Deliver the browser's annotated image; raises :class:`AnnotationRejected`."""
         with self._lock:
-            waiter = self._annotation_waiter
-            if waiter is None or waiter[0] != seq or seq != self.pending_seq:
-                state = (
-                    "not waiting for an annotated image"
-                    if waiter is None
-                    else f"waiting for seq {waiter[0]}"
-                )
-                raise AnnotationRejected(
-                    f"seq {seq} does not match pending_seq {self.pending_seq} ({state})",
-                    status=409,
-                    seq=seq,
-                    pending_seq=self.pending_seq,
-                )
+            waiter = self._check_seq_locked(seq)
             size = png_size(png)
             if size is None:
                 raise AnnotationRejected("image_b64 is not a PNG", status=422)

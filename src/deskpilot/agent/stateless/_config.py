@@ -19,6 +19,14 @@ runs folder is ``[run] runs_dir``::
 
 Structured values (``capture_crop``, ``ui``) accept TOML arrays/tables, or JSON text from
 the environment (``CAPTURE_CROP='{"x1":0,"y1":0,"x2":500,"y2":500}'`` or ``"0,0,500,500"``).
+
+The panel drives the desktop, so it stays on loopback unless told otherwise, and a
+``host`` beyond loopback is refused here (before anything starts) without a token::
+
+    [stateless]
+    host = "0.0.0.0"
+    panel_token = "generate"                 # or a fixed one (PANEL_TOKEN), 16+ characters
+    panel_allowed_hosts = "desk.lan"         # names other machines use to reach it
 """
 
 from __future__ import annotations
@@ -128,10 +136,22 @@ class StatelessSettings:
     host: str = setting(
         "127.0.0.1",
         env="PANEL_HOST",
-        help="panel bind address (keep it on loopback: the API has no auth)",
+        help="panel bind address; beyond loopback the panel needs panel_token",
     )
     port: int = setting(
         8765, env="PANEL_PORT", minimum=0, maximum=65535, help="panel port; 0 = any free port"
+    )
+    panel_token: str = setting(
+        "",
+        env="PANEL_TOKEN",
+        help='token every panel request must carry (Bearer, ?token= or its cookie); "generate" = '
+        "a random one printed at start; required when host is not loopback",
+    )
+    panel_allowed_hosts: str = setting(
+        "",
+        env="PANEL_ALLOWED_HOSTS",
+        help="comma-separated extra Host names (name or name:port) the panel answers for; "
+        "127.0.0.1, localhost, [::1] and the bound address always work",
     )
     # -- boot (seed: BOOT_ENABLED, BOOT_VLM_OUTPUT) --
     boot_enabled: bool = setting(
@@ -184,6 +204,13 @@ class StatelessSettings:
                 f"stateless.panel is off but {needs} needs the panel: use auto or on",
                 where="stateless.panel",
             )
+        if self.panel_enabled():
+            # Refuse at load time what the panel would refuse at start: a panel reachable
+            # from the network without a token, a short token, a malformed host name.
+            from deskpilot.panel import PanelAccess, resolve_token
+
+            token, _ = resolve_token(self.panel_token)
+            PanelAccess(self.host, self.port, token=token, allowed_hosts=self.allowed_hosts)
         if (self.capture_width > 0) != (self.capture_height > 0):
             raise ConfigError(
                 "stateless.capture_width and capture_height must be set together (or both 0)",
@@ -199,6 +226,11 @@ class StatelessSettings:
         """``capture_crop`` as fractions 0..1 (what :func:`deskpilot.geometry.crop_rect` takes)."""
         x1, y1, x2, y2 = self.capture_crop
         return (x1 / NORM_MAX, y1 / NORM_MAX, x2 / NORM_MAX, y2 / NORM_MAX)
+
+    @property
+    def allowed_hosts(self) -> tuple[str, ...]:
+        """``panel_allowed_hosts`` as a tuple of names."""
+        return tuple(h.strip() for h in self.panel_allowed_hosts.split(",") if h.strip())
 
     def panel_enabled(self) -> bool:
         if self.panel == "auto":

@@ -51,14 +51,14 @@ from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
-from deskpilot.agent._tools import Hands
+from deskpilot.agent._tools import Hands, err_payload
 from deskpilot.agent.stateless._config import StatelessSettings, output_size
-from deskpilot.agent.stateless._prompt import system_prompt, user_text
+from deskpilot.agent.stateless._prompt import denied_text, system_prompt, user_text
 from deskpilot.agent.stateless._protocol import Action, VlmOutput, parse_vlm_output
 from deskpilot.geometry import Mapping as GeoMapping
 from deskpilot.geometry import Rect, crop_rect
 from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
-from deskpilot.panel import PanelServer, PanelState
+from deskpilot.panel import PanelServer, PanelState, resolve_token
 
 __all__ = ["StatelessEngine", "StatelessError", "StatelessMode", "run_stateless"]
 
@@ -84,6 +84,14 @@ class _Saved:
     name: str | None  # as turns.jsonl records it (relative to the run directory)
     encode_ms: float
     work_ms: float = 0.0  # annotation time inside the same worker call
+
+
+def _error_type(entry: dict[str, Any]) -> str | None:
+    """``policy_denied`` / ``action_failed`` of one action record, None when it ran."""
+    result = entry.get("result")
+    if isinstance(result, dict) and isinstance(result.get("error"), dict):
+        return str(result["error"].get("type"))
+    return None
 
 
 class StatelessMode:
@@ -209,11 +217,23 @@ class StatelessEngine:
             "task": session.task,
         }
         if s.panel_enabled():
-            self.panel = PanelServer(self.state, host=s.host, port=s.port)
+            token, generated = resolve_token(s.panel_token)
+            self.panel = PanelServer(
+                self.state, host=s.host, port=s.port, token=token, allowed_hosts=s.allowed_hosts
+            )
             await self.panel.start()
-            log.info("panel at %s", self.panel.url)
-            if not session.config.run.quiet:
-                print(f"deskpilot: panel at {self.panel.url}", file=sys.stderr, flush=True)
+            log.info("panel at %s%s", self.panel.url, " (token required)" if token else "")
+            if generated:
+                # The only place the generated token appears (never in the run directory):
+                # printed even when quiet, or nobody could open the panel.
+                print(
+                    f"deskpilot: panel at {self.panel.page_url} (this run's token is in the link)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            elif not session.config.run.quiet:
+                note = " (token required: PANEL_TOKEN; open /?token=...)" if token else ""
+                print(f"deskpilot: panel at {self.panel.url}{note}", file=sys.stderr, flush=True)
         session.runlog.write_json(
             "stateless.json",
             {
@@ -226,6 +246,7 @@ class StatelessEngine:
                 "physical_execution": s.physical_execution,
                 "log_layout": s.log_layout,
                 "panel": self.panel.url if self.panel else None,
+                "panel_token": bool(self.panel and self.panel.token),
                 "system_prompt": self.system,
                 "ui": self.style.to_ui_config(),
             },
@@ -322,7 +343,12 @@ class StatelessEngine:
             "refused": len(out.rejected),
         }
         if any(error is not None for _, error in executed):
-            turn.record["result"]["error"] = {"type": "action_failed"}
+            # policy_denied when the policy refused something and nothing else failed.
+            types = {_error_type(entry) for entry in turn.record.get("actions", ())} - {None}
+            kind = "policy_denied" if types == {"policy_denied"} else "action_failed"
+            turn.record["result"]["error"] = {"type": kind}
+            if "policy_denied" in types:
+                turn.record["result"]["denied"] = turn.record.get("policy_denied", 0)
 
         if out.done:
             raw = await raw_task
@@ -477,20 +503,40 @@ class StatelessEngine:
             started = time.perf_counter()
             error: str | None = None
             try:
+                # The run's safety policy sees the action in the tools' vocabulary (the
+                # physical record) before any input is sent, in dry runs too.
                 ctx.check_policy(physical)
                 await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
             except ActionDeniedError as exc:
-                error = f"refused by policy: {exc}"
+                # Like a tool call: the denial is this action's result, the turn goes on
+                # and the model reads why in the next request's feedback.
+                payload = getattr(exc, "payload", None)
+                if not isinstance(payload, dict):
+                    payload = err_payload("policy_denied", str(exc))
+                    payload["error"]["rule"] = str(exc.details.get("rule", "policy"))
+                entry["result"] = payload
+                error = denied_text(str(payload["error"].get("rule") or "policy"), str(exc))
             except DeskpilotError as exc:
+                if not isinstance(exc, (OSError, ValueError)):
+                    raise  # a stop (kill switch, Ctrl+C) or a bug: not this action's failure
                 error = f"{type(exc).__name__}: {exc}"
+                entry["result"] = err_payload("action_failed", error)
                 failed = True
             turn.timer.add("action", (time.perf_counter() - started) * 1000)
             entry["ok"] = error is None
             if error:
                 entry["error"] = error
-                log.warning("turn %d: %s failed: %s", turn.number, action.describe(), error)
+                log.warning(
+                    "turn %d: %s failed: %s",
+                    turn.number,
+                    self.session.redact_text(action.describe()),
+                    self.session.redact_text(error),
+                )
             done.append((action, error))
         turn.record["actions"] = records
+        denied = sum(1 for entry in records if _error_type(entry) == "policy_denied")
+        if denied:
+            turn.record["policy_denied"] = denied
         if self.dry is not None:
             turn.record["dry_run"] = True
         return done
@@ -698,7 +744,7 @@ class StatelessEngine:
             number,
             len(out.actions),
             len(out.rejected),
-            out.observation[:200],
+            self.session.redact_text(out.observation[:200]),
         )
 
     def _summary(self) -> dict[str, Any]:

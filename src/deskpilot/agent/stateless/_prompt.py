@@ -3,7 +3,8 @@
 The prompt must say (seed): coordinates are normalized 0..1000, the answer is JSON only,
 what the overlays mean (orange: your executed actions, blue: your boxes), and the limits
 per turn. The user text of each request is the model's own last observation, plus (with
-``feedback``) one line on what ran and what was refused, since the model has no history.
+``feedback``) one line on what ran and what was refused (an action the safety policy
+denied is marked ``REFUSED, policy_denied`` with the rule), since the model has no history.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from collections.abc import Sequence
 
 from deskpilot.agent.stateless._protocol import Action, Rejection
 
-__all__ = ["system_prompt", "user_text"]
+__all__ = ["denied_text", "system_prompt", "user_text"]
+
+_DENIED = "refused by policy"
 
 _BASE = """\
 You operate a computer through screenshots. You have no memory between turns: each turn you get \
@@ -82,6 +85,21 @@ def system_prompt(
     )
 
 
+def denied_text(rule: str, reason: str) -> str:
+    """How a policy denial is recorded (the action's ``error``) and told to the model."""
+    return f"{_DENIED} [{rule}]: {reason}"
+
+
+def _outcome(error: str) -> str:
+    if error.startswith(_DENIED):
+        # The same instruction the tools' policy_denied payload gives: not a glitch to retry.
+        return (
+            f" (REFUSED, policy_denied: {error}; do not retry it or work around it, continue "
+            "the task another way or report that it cannot be done)"
+        )
+    return f" (FAILED: {error})"
+
+
 def user_text(
     observation: str,
     *,
@@ -96,9 +114,7 @@ def user_text(
         if executed:
             parts = []
             for index, (action, error) in enumerate(executed, 1):
-                parts.append(
-                    f"{index} {action.describe()}" + (f" (FAILED: {error})" if error else "")
-                )
+                parts.append(f"{index} {action.describe()}" + (_outcome(error) if error else ""))
             lines.append("Actions run: " + "; ".join(parts) + ".")
         else:
             lines.append("Actions run: none.")
