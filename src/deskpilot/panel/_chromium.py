@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import io
 import itertools
 import os
@@ -75,8 +76,13 @@ class Chromium:
         self._res_r, res_w = os.pipe()
 
         def wire_pipes() -> None:  # in the child: Chromium expects the pipe on fds 3 and 4
-            os.dup2(cmd_r, 3)
-            os.dup2(res_w, 4)
+            # Move both ends above 4 first: when os.pipe() handed out fd 3 or 4 itself,
+            # dup2(3, 3) is a no-op that leaves close-on-exec set (Chromium then exits 13),
+            # and dup2(cmd_r, 3) could overwrite res_w before it is moved.
+            high_cmd = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10)
+            high_res = fcntl.fcntl(res_w, fcntl.F_DUPFD, 10)
+            os.dup2(high_cmd, 3)  # dup2 makes the target inheritable
+            os.dup2(high_res, 4)
 
         args = [
             executable,
