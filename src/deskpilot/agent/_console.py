@@ -176,6 +176,9 @@ class ConsoleReporter:
             f"screen: {screen.get('physical_size')} -> image {screen.get('image_size')} · input: {info.get('input')}"
             f" · max steps {info.get('max_steps')}"
         )
+        if info.get("safety"):
+            # Say how to stop the run before it starts moving the user's pointer.
+            c.print(f"safety: {info['safety']}", style="yellow")
         c.print(f"run directory: {info.get('run_dir')}", style="dim")
         if self._live:
             self._status = c.status("starting", spinner="dots")
