@@ -106,6 +106,22 @@ def test_first_object_block_inside_prose() -> None:
     assert out.observation == 'inner {brace} "quoted"'
 
 
+def test_the_block_that_is_a_reply_wins_over_an_earlier_example() -> None:
+    text = 'Example {"a":1}. Answer: {"observation":"o","actions":[{"type":"click","x":1,"y":2}]}'
+    out = parse_vlm_output(text)
+    assert out.source == "block" and out.observation == "o"
+    assert out.actions == (Action("click", 1, 2),)
+    # Only "bboxes" also marks the reply; nested objects of a non-reply block do not.
+    out = parse_vlm_output('{"x": {"observation": "nested"}} then {"bboxes": []}')
+    assert out.json_text == '{"bboxes": []}'
+    # The same preference among fences.
+    out = parse_vlm_output('```json\n{"schema": 1}\n```\n```json\n{"observation": "f"}\n```')
+    assert out.source == "fenced" and out.observation == "f"
+    # Without a block that looks like a reply, the first one that parses (seed behaviour).
+    out = parse_vlm_output('first {"a": 1} second {"b": 2}')
+    assert out.json_text == '{"a": 1}' and out.actions == ()
+
+
 def test_think_blocks_are_ignored() -> None:
     out = parse_vlm_output('<think>maybe {"observation": "wrong"}</think>{"observation": "right"}')
     assert out.observation == "right" and out.source == "json"

@@ -17,7 +17,9 @@ need ``x1, y1`` (``x, y`` also accepted), ``drag`` also ``x2, y2``.
 
 Parsing (seed behaviour, extended): the whole text as JSON; else a fenced ```json block;
 else the first balanced ``{...}`` block that is a JSON object (also after removing
-trailing commas); else the whole text is the observation and nothing is done.
+trailing commas), preferring the first fence or block that holds ``observation``,
+``actions`` or ``bboxes`` over an earlier one without them (an example the model quoted);
+else the whole text is the observation and nothing is done.
 ``<think>`` blocks are removed first. Every item that cannot be used is recorded in
 :attr:`VlmOutput.rejected` with the reason, and the model is told about it next turn.
 No input makes :func:`parse_vlm_output` raise.
@@ -310,17 +312,31 @@ def _balanced_end(text: str, start: int, budget: _Budget) -> int | None:
     return None
 
 
+#: Keys of the reply object; a candidate block holding one of them is the answer, not an
+#: example or a stray object the model wrote before it.
+_REPLY_KEYS = ("observation", "actions", "bboxes", "action", "boxes")
+
+
+def _is_reply(found: dict[str, Any]) -> bool:
+    return any(key in found for key in _REPLY_KEYS)
+
+
 def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
     stripped = text.strip()
     found = _loads_object(stripped)
     if found is not None:
         return found, "json", stripped
     scan = stripped[:MAX_SCAN_CHARS]
+    # The first candidate that looks like a reply (has "observation", "actions" or
+    # "bboxes") wins; without one, the first candidate that parses (seed behaviour).
+    first_parsed: tuple[dict[str, Any], Source, str] | None = None
     for match in _FENCE.finditer(scan):
         body = match.group(1).strip()
         found = _lenient_object(body)
         if found is not None:
-            return found, "fenced", body
+            if _is_reply(found):
+                return found, "fenced", body
+            first_parsed = first_parsed or (found, "fenced", body)
     start = scan.find("{")
     tries = 0
     budget = _Budget(MAX_SCAN_STEPS)
@@ -331,16 +347,21 @@ def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
             block = scan[start:end]
             found = _lenient_object(block)
             if found is not None:
-                return found, "block", block
+                if _is_reply(found):
+                    return found, "block", block
+                first_parsed = first_parsed or (found, "block", block)
+                # Objects nested in a block that is not the reply are not the reply either.
+                start = scan.find("{", end)
+                continue
         start = scan.find("{", start + 1)
     # The seed's regex: from the first "{" to the last "}".
     first, last = scan.find("{"), scan.rfind("}")
     if first != -1 and last > first:
         block = scan[first : last + 1]
         found = _lenient_object(block)
-        if found is not None:
+        if found is not None and (first_parsed is None or _is_reply(found)):
             return found, "block", block
-    return None
+    return first_parsed
 
 
 # ---------------------------------------------------------------------- items
