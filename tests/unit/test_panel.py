@@ -213,6 +213,13 @@ def test_annotated_seq_mismatch_is_409_and_the_engine_keeps_waiting(
                 "/annotated", json={"seq": 1, "image_b64": base64.b64encode(good).decode()}
             )
             assert stale.status_code == 409 and stale.json()["pending_seq"] == 2
+            # The seq is checked before the image body: a stale seq is 409 whatever the
+            # image is (not base64, not a PNG data URL, empty, missing).
+            for image in ("!!!not base64!!!", "data:image/gif;base64,R0lG", "", None):
+                body = {"seq": 1} if image is None else {"seq": 1, "image_b64": image}
+                stale_bad = await client.post("/annotated", json=body)
+                assert stale_bad.status_code == 409, (image, stale_bad.text)
+                assert stale_bad.json()["pending_seq"] == 2
             assert not waiting.done()
             small = await client.post(
                 "/annotated", json={"seq": 2, "image_b64": base64.b64encode(png(10, 10)).decode()}

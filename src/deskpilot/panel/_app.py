@@ -7,7 +7,7 @@
 ``GET /raw.png``            this turn's screenshot; ``/annotated.png`` its annotated version
 ``POST /inject``            ``{"vlm_text": "<model output>"}`` -> 202, queued for the engine
 ``POST /annotated``         ``{"seq": N, "image_b64": "<png>"}`` -> 200; 409 when N is not the
-                            pending seq (the engine keeps waiting)
+                            pending seq (the engine keeps waiting), checked before the image
 ==========================  =================================================================
 
 Every request first passes :class:`~deskpilot.panel._access.AccessGuard`: 421 for a
@@ -178,6 +178,12 @@ def create_app(state: PanelState, access: PanelAccess) -> AccessGuard:
             raise _HTTPError(
                 422, 'body needs "seq": the integer pending_seq from /state (0 or more)'
             )
+        try:
+            # A stale seq is 409 whatever the image holds (even no image, or not base64):
+            # checked before any of the image body is looked at.
+            state.check_annotation_seq(seq)
+        except AnnotationRejected as exc:
+            raise _HTTPError(exc.status, str(exc), pending_seq=state.pending_seq) from None
         if not isinstance(image_b64, str) or not image_b64:
             raise _HTTPError(422, 'body needs "image_b64": the annotated PNG in base64')
         if image_b64.startswith("data:"):
@@ -189,7 +195,7 @@ def create_app(state: PanelState, access: PanelAccess) -> AccessGuard:
         except (binascii.Error, ValueError):
             raise _HTTPError(422, "image_b64 is not valid base64") from None
         try:
-            state.check_annotation_seq(seq)  # a stale seq is 409 whatever the image holds
+            state.check_annotation_seq(seq)  # again: the engine may have moved on meanwhile
             # Inflating the whole image takes a few ms: off the loop the engine runs on.
             await asyncio.to_thread(validate_png, png, expect_size=state.image_size)
         except InvalidPNG as exc:
