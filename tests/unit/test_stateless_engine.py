@@ -19,6 +19,7 @@ from PIL import Image
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._modes import discover_modes
+from deskpilot.agent._prompts import SECURITY_NOTE
 from deskpilot.agent._simulated import CLICKED_RGB, SimulatedDesktop
 from deskpilot.agent.stateless import StatelessSettings, run_stateless
 from deskpilot.testing import ModelServer, ScriptedPolicy
@@ -119,6 +120,7 @@ def test_native_run_executes_annotates_and_stays_stateless(tmp_path: Path) -> No
         assert request.body["top_p"] == 1.0 and "tools" not in request.body
     system = server.requests[0].messages[0]["content"]
     assert "TASK: click the button" in system and "0..1000" in system and "orange" in system
+    assert SECURITY_NOTE in system
     first_text = server.requests[0].messages[1]["content"][0]["text"]
     assert "I start by clicking the target." in first_text and "1 click 500,412" in first_text
     second_text = server.requests[1].messages[1]["content"][0]["text"]
@@ -440,7 +442,7 @@ def test_denied_actions_do_not_run_and_are_recorded_and_fed_back(
     feedback = server.requests[0].messages[1]["content"][0]["text"]
     assert "2 key alt+f4 (REFUSED, policy_denied: refused by policy [keys.deny:alt+f4]" in feedback
     assert "do not retry it" in feedback
-    assert "4 type \"ok\"" in feedback and "4 type \"ok\" (" not in feedback
+    assert '4 type "ok"' in feedback and '4 type "ok" (' not in feedback
     # The secret stays out of every file of the run, main.log included.
     for path in result.run_dir.rglob("*"):
         if path.is_file() and path.suffix in (".jsonl", ".json", ".log"):
@@ -465,7 +467,9 @@ def test_an_input_failure_skips_the_rest_of_the_turn(tmp_path: Path) -> None:
 
     desk = _RefusingDesk(InputError("the X server refused the key event", call="XTestFakeKeyEvent"))
     boot = reply("Press enter, then click.", {"name": "key", "keys": "enter"}, click(*TARGET))
-    result, server, _ = run(tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot)
+    result, server, _ = run(
+        tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot
+    )
     assert result.outcome == "answered", result.error
     assert not desk.target_clicks
     turn1 = next(r for r in records(result.run_dir) if r["turn"] == 1 and r.get("stage") == "turn")
@@ -474,7 +478,10 @@ def test_an_input_failure_skips_the_rest_of_the_turn(tmp_path: Path) -> None:
     assert "refused the key event" in first["error"]
     assert second["skipped"] and "ok" not in second
     assert turn1["result"]["error"] == {"type": "action_failed"} and "policy_denied" not in turn1
-    assert "(FAILED: InputError: the X server refused" in server.requests[0].messages[1]["content"][0]["text"]
+    assert (
+        "(FAILED: InputError: the X server refused"
+        in server.requests[0].messages[1]["content"][0]["text"]
+    )
 
 
 def test_a_stop_during_an_action_ends_the_run(tmp_path: Path) -> None:
@@ -484,7 +491,9 @@ def test_a_stop_during_an_action_ends_the_run(tmp_path: Path) -> None:
 
     desk = _RefusingDesk(RunInterrupted("input refused: fail-safe corner", reason="corner"))
     boot = reply("Press enter, then click.", {"name": "key", "keys": "enter"}, click(*TARGET))
-    result, server, _ = run(tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot)
+    result, server, _ = run(
+        tmp_path, [reply("Done.", {"name": "done"})], desk=desk, boot_vlm_output=boot
+    )
     assert result.outcome == "interrupted", (result.outcome, result.error)
     assert not desk.target_clicks and server.requests == []
 

@@ -173,7 +173,8 @@ class StatelessSettings:
     system_prompt: str = setting(
         "",
         env="STATELESS_SYSTEM_PROMPT",
-        help="replaces the built-in prompt ({task}, {max_actions}, {max_bboxes} are filled in)",
+        help="replaces the built-in prompt ({task}, {max_actions}, {max_bboxes} are filled in; "
+        "the security note on screen text is appended unless the template has it)",
     )
     feedback: bool = setting(
         True,
