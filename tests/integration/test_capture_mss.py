@@ -112,6 +112,29 @@ def test_the_cursor_appears_in_the_frame_at_the_pointer(target_app: TargetApp, p
     assert np.array_equal(window[opaque], image.pixels[..., 2::-1][opaque])
 
 
+def test_without_xfixes_frames_come_without_the_cursor(
+    target_app: TargetApp, pointer: InputController, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deskpilot._x11 import library
+
+    # What a server started without +extension XFIXES answers.
+    monkeypatch.setattr(library("Xfixes"), "XFixesQueryExtension", lambda *args: 0)
+    px, py = 1700, 800  # plain background
+    pointer.move(px, py)
+    pointer.sync()
+    region = (px - 64, py - 64, 128, 128)
+    with (
+        pytest.warns(RuntimeWarning, match="without the mouse cursor") as caught,
+        Capturer("mss", region=region) as cap,
+        Capturer("mss", region=region, cursor=False) as plain,
+    ):
+        frames = [cap.grab() for _ in range(3)]
+        expected = plain.grab()
+    assert len(caught) == 1
+    assert all(frame.cursor is None for frame in frames)
+    assert all(np.array_equal(frame.rgb, expected.rgb) for frame in frames)
+
+
 def test_digest_is_stable_when_idle_and_changes_with_the_screen(target_app: TargetApp, pointer: InputController) -> None:
     target_app.clear()
     target_app.focus("entry")

@@ -6,6 +6,8 @@ import base64
 import gc
 import io
 import sys
+from types import SimpleNamespace
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -260,3 +262,59 @@ def test_xfixes_pixels_become_bgra() -> None:
     assert bgra[1, 1].tolist() == [0x7F] * 4
     # 32-bit unsigned long builds give the same result
     assert np.array_equal(xfixes_pixels_to_bgra(argb.astype(np.uint32), 2, 2), bgra)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mss reads the cursor on X11 only")
+def test_mss_without_xfixes_warns_once_and_grabs_without_the_cursor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import mss
+
+    from deskpilot import _x11
+
+    screen = Rect(0, 0, 64, 48)
+
+    class FakeMss:
+        # mss lists the whole virtual desktop first, then each monitor
+        monitors: ClassVar[list[dict[str, int]]] = [
+            {},
+            {"left": 0, "top": 0, "width": 64, "height": 48},
+        ]
+
+        def grab(self, region: dict[str, int]) -> SimpleNamespace:
+            rect = Rect(region["left"], region["top"], region["width"], region["height"])
+            raw = bytearray(desktop_pixels(rect).tobytes())
+            return SimpleNamespace(size=(rect.width, rect.height), raw=raw)
+
+        def close(self) -> None:
+            pass
+
+    opened: list[NoXFixesDisplay] = []
+
+    class NoXFixesDisplay:
+        ptr = 1
+
+        def __init__(self, error: type[Exception], name: str | None = None) -> None:
+            self.closed = False
+            opened.append(self)
+
+        def close(self) -> None:
+            self.closed = True
+
+    class NoXFixes:
+        def XFixesQueryExtension(self, display: int, event_base: object, error_base: object) -> int:
+            return 0  # what a server started without +extension XFIXES answers
+
+    monkeypatch.setattr(mss, "MSS", FakeMss)
+    monkeypatch.setattr(_x11, "XDisplay", NoXFixesDisplay)
+    monkeypatch.setattr(_x11, "library", lambda short: NoXFixes())
+    warning = "without the mouse cursor: the X server has no XFIXES extension"
+    with (
+        pytest.warns(RuntimeWarning, match=warning) as caught,
+        Capturer("mss") as cap,  # cursor=True is the default
+    ):
+        frames = [cap.grab() for _ in range(3)]
+    assert len(caught) == 1
+    assert all(frame.cursor is None for frame in frames)
+    assert np.array_equal(frames[-1].rgb, desktop_pixels(screen)[..., 2::-1])
+    assert len(opened) == 1 and opened[0].closed  # tried once, its connection given back

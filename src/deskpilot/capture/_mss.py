@@ -15,6 +15,7 @@ import contextlib
 import ctypes
 import sys
 import threading
+import warnings
 from typing import Any
 
 import numpy as np
@@ -85,7 +86,9 @@ class _XFixesCursor:
 
 
 class MssBackend:
-    """Capture through python-mss; ``cursor=False`` skips opening the XFixes connection."""
+    """Capture through python-mss; ``cursor=False`` skips opening the XFixes connection.
+    Where XFixes cannot be used, the first :meth:`cursor` call warns and every call
+    returns None (frames without the cursor)."""
 
     name = "mss"
 
@@ -101,7 +104,6 @@ class MssBackend:
             raise self._translate(exc, "open") from exc
         self._want_cursor = cursor and sys.platform.startswith("linux")
         self._cursor: _XFixesCursor | None = None
-        self._cursor_failed: PlatformError | None = None
         self._closed = False
 
     @staticmethod
@@ -152,14 +154,19 @@ class MssBackend:
         if not self._want_cursor:
             return None
         if self._cursor is None:
-            if self._cursor_failed is not None:
-                raise self._cursor_failed
             try:
                 self._cursor = _XFixesCursor()
             except PlatformError as exc:
-                # Remember the reason: a missing XFixes will not appear on a retry.
-                self._cursor_failed = exc if isinstance(exc, CaptureError) else CaptureError(str(exc), **exc.details)
-                raise self._cursor_failed from exc
+                # The cursor is a garnish on the pixels: without XFixes (or libXfixes)
+                # every frame is still worth having, so say so once and stop asking; a
+                # missing extension will not appear on a retry.
+                self._want_cursor = False
+                warnings.warn(
+                    f"capturing without the mouse cursor: {exc} (cursor=False silences this)",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                return None
         return self._cursor.read()
 
     def close(self) -> None:
