@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +13,8 @@ import orjson
 import pytest
 
 from deskpilot.agent import iter_turns, validate_run_dir
-from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.commands.doctor import PROBE_COLORS, _model_checks, image_check
+from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
 
 pytestmark = pytest.mark.x11
 
@@ -52,16 +55,56 @@ def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> No
 
 
 def test_doctor_passes_against_a_working_setup(xvfb: str, tmp_path: Path) -> None:
-    policy = ScriptedPolicy([Reply(tool_calls=[("report_color", {"color": "red"})])])
+    policy = PixelPolicy()  # the built-in pixel server: it names the probe image's colour
     with ModelServer(policy, model="qwen3-vl-8b-instruct") as server:
         proc = deskpilot("doctor", "--endpoint", server.endpoint, cwd=tmp_path, timeout=120)
         request = server.requests[-1]
     out = proc.stdout
-    for name in ("display", "capture", "input", "endpoint", "model", "images", "tools"):
+    for name in ("display", "capture", "input", "endpoint", "model", "tools"):
         assert any(line.split()[1:2] == [name] and line.split()[0] in ("PASS", "WARN") for line in out.splitlines()), out
     assert "called report_color" in out
+    assert re.search(r"^PASS\s+images\s+the model named the (red|green|blue|yellow) probe image correctly", out, re.M), out
     assert request.image_count == 1 and request.tool_names == ["report_color"]
     assert proc.returncode == 0, out + proc.stderr
+
+
+def test_doctor_warns_when_the_model_names_the_wrong_colour(xvfb: str, tmp_path: Path) -> None:
+    """A server that answers without looking (a text-only model) gets 'model may not see images'."""
+    policy = ScriptedPolicy([Reply(tool_calls=[("report_color", {"color": "purple"})])])
+    with ModelServer(policy, model="qwen3-vl-8b-instruct") as server:
+        proc = deskpilot("doctor", "--endpoint", server.endpoint, cwd=tmp_path, timeout=120)
+    out = " ".join(proc.stdout.split())
+    assert "WARN images model may not see images: asked for the colour of a" in out, out
+    assert "it answered 'purple'" in out and "PASS tools the model called report_color" in out
+    assert proc.returncode == 0, out + proc.stderr  # a warning, not a failure
+
+
+@pytest.mark.parametrize("color", sorted(PROBE_COLORS))
+def test_doctor_image_probe_against_the_test_servers(color: str) -> None:
+    from deskpilot.agent import load_config
+
+    with ModelServer(PixelPolicy()) as server:
+        config = load_config(flags={"model.endpoint": server.endpoint}, env={}, search_default=False)
+        checks = {c.name: c for c in asyncio.run(_model_checks(config, probe=color))}
+        assert server.problems == []
+    assert checks["images"].status == "PASS", checks["images"]
+    assert f"the {color} probe image" in checks["images"].detail
+    wrong = next(c for c in sorted(PROBE_COLORS) if c != color)
+    answers = [Reply(tool_calls=[("report_color", {"color": wrong})]), f"It is {color}, or maybe {wrong}.", "I cannot see images."]
+    with ModelServer(ScriptedPolicy(answers)) as server:
+        config = load_config(flags={"model.endpoint": server.endpoint}, env={}, search_default=False)
+        for _ in answers:
+            checks = {c.name: c for c in asyncio.run(_model_checks(config, probe=color))}
+            assert checks["images"].status == "WARN" and "model may not see images" in checks["images"].detail
+
+
+@pytest.mark.parametrize(
+    ("answer", "ok"),
+    [("red", True), ("Red.", True), ("bright RED", True), ("#e61919", True), ("reddish", False), ("red or blue", False),
+     ("blue", False), ("", False)],
+)
+def test_doctor_image_check_wants_the_probe_colour_only(answer: str, ok: bool) -> None:
+    assert (image_check("red", answer, 1.0).status == "PASS") is ok
 
 
 def test_doctor_reports_a_missing_server(xvfb: str, tmp_path: Path) -> None:

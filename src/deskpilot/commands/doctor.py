@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ from typing import Any
 
 from deskpilot.commands.run import add_model_options, config_from_args
 
-__all__ = ["Check", "register", "run_checks"]
+__all__ = ["PROBE_COLORS", "Check", "image_check", "register", "run_checks"]
 
 
 @dataclass
@@ -101,17 +103,61 @@ def _input_check(config: Any) -> Check:
     return Check("input", "PASS", f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}")
 
 
-def _tiny_png() -> bytes:
+#: Probe colours for the image check: one is drawn at random per run, so a model that
+#: cannot see the image (and guesses, or names a colour from the prompt) rarely passes.
+PROBE_COLORS: dict[str, tuple[int, int, int]] = {
+    "red": (230, 25, 25),
+    "green": (20, 170, 40),
+    "blue": (25, 60, 230),
+    "yellow": (245, 215, 20),
+}
+
+
+def _probe_png(rgb: tuple[int, int, int]) -> bytes:
     import numpy as np
 
     from deskpilot import imaging
 
     img = np.zeros((64, 64, 3), np.uint8)
-    img[:, :] = (255, 0, 0)
+    img[:, :] = rgb
     return imaging.encode_png(img)
 
 
-async def _model_checks(config: Any) -> list[Check]:
+def _colors_named(answer: str) -> set[str]:
+    """The probe colours an answer names (words, or ``#rrggbb`` mapped to the nearest)."""
+    text = answer.lower()
+    named = {c for c in PROBE_COLORS if re.search(rf"\b{c}\b", text)}
+    for hex_code in re.findall(r"#([0-9a-f]{6})\b", text):
+        rgb = tuple(int(hex_code[i : i + 2], 16) for i in (0, 2, 4))
+        named.add(min(PROBE_COLORS, key=lambda c: sum((a - b) ** 2 for a, b in zip(PROBE_COLORS[c], rgb, strict=True))))
+    return named
+
+
+def image_check(expected: str, answer: str, ms: float) -> Check:
+    """PASS when the answer names the probe's colour (and no other), else WARN."""
+    named = _colors_named(answer)
+    excerpt = answer.strip().replace("\n", " ")[:80]
+    if named == {expected}:
+        return Check("images", "PASS", f"the model named the {expected} probe image correctly ({ms:.0f} ms)")
+    return Check(
+        "images",
+        "WARN",
+        f"model may not see images: asked for the colour of a {expected} image, it answered {excerpt!r}",
+    )
+
+
+def _answer_text(completion: Any) -> str:
+    """The colour the model reported: report_color's argument, else its text."""
+    from deskpilot.agent._toolcalls import strip_think
+
+    for call in completion.tool_calls:
+        if call.name == "report_color":
+            color = (call.arguments or {}).get("color")
+            return color if isinstance(color, str) else call.raw_arguments
+    return strip_think(completion.content or "")
+
+
+async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]:
     from deskpilot.agent._client import ChatClient
     from deskpilot.agent._history import History
 
@@ -141,8 +187,9 @@ async def _model_checks(config: Any) -> list[Check]:
             },
         }
         history = History("You are a test. Answer by calling the tool.", tools=[tool])
-        history.add_task("What colour is this image? Call report_color with the colour name.")
-        history.add_observation(_tiny_png(), text="A 64x64 image.")
+        color = probe or random.choice(sorted(PROBE_COLORS))
+        history.add_task("What colour is this image? Call report_color with the colour name (one word).")
+        history.add_observation(_probe_png(PROBE_COLORS[color]), text="A 64x64 image.")
         body = history.build_request(model=model.model, temperature=0.0, max_tokens=256)
         try:
             started = time.perf_counter()
@@ -151,7 +198,7 @@ async def _model_checks(config: Any) -> list[Check]:
         except Exception as exc:
             checks.append(Check("images + tools", "FAIL", str(exc)))
             return checks
-        checks.append(Check("images", "PASS", f"a request with a PNG image was answered in {ms:.0f} ms"))
+        checks.append(image_check(color, _answer_text(completion), ms))
         if completion.tool_calls:
             call = completion.tool_calls[0]
             source = " (parsed from the text)" if call.source != "native" else ""
@@ -162,7 +209,7 @@ async def _model_checks(config: Any) -> list[Check]:
     return checks
 
 
-def run_checks(config: Any, *, model: bool = True) -> list[Check]:
+def run_checks(config: Any, *, model: bool = True, probe: str | None = None) -> list[Check]:
     checks: list[Check] = []
     display, has_display = _display_check()
     checks.append(display)
@@ -174,7 +221,7 @@ def run_checks(config: Any, *, model: bool = True) -> list[Check]:
         checks.append(Check("capture", "SKIP", "no display"))
         checks.append(Check("input", "SKIP", "no display"))
     if model:
-        checks.extend(asyncio.run(_model_checks(config)))
+        checks.extend(asyncio.run(_model_checks(config, probe=probe)))
     return checks
 
 

@@ -10,7 +10,8 @@ plain callable of that shape. Two are provided:
   screenshot of the request, finds the target by colour, and clicks its centre in the
   model's 0..1000 coordinates, then types, presses a key and answers. Its step is the
   number of assistant messages already in the request, so it is stateless (a retry or
-  a second run starts at the right step).
+  a second run starts at the right step). Asked ``report_color`` (``deskpilot doctor``'s
+  image probe), it names the main colour of the image it received.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from deskpilot.testing._replies import Fault, Reply, tool_call
 if TYPE_CHECKING:
     from deskpilot.testing._server import RecordedRequest
 
-__all__ = ["PixelPolicy", "Policy", "ScriptedPolicy", "find_color", "resolve_reply"]
+__all__ = ["PixelPolicy", "Policy", "ScriptedPolicy", "color_name", "find_color", "resolve_reply"]
 
 Answer = Reply | Fault
 
@@ -116,6 +117,25 @@ def find_color(png: bytes, rgb: tuple[int, int, int], *, tolerance: int = 24,
     return (x1 + x2) / 2, (y1 + y2) / 2, x1, y1, x2, y2
 
 
+#: Colour names :func:`color_name` chooses from.
+COLOR_NAMES: dict[str, tuple[int, int, int]] = {
+    "black": (0, 0, 0), "white": (255, 255, 255), "grey": (128, 128, 128),
+    "red": (255, 0, 0), "green": (0, 160, 0), "blue": (0, 0, 255),
+    "yellow": (255, 255, 0), "cyan": (0, 255, 255), "magenta": (255, 0, 255),
+    "orange": (255, 140, 0), "purple": (128, 0, 128),
+}
+
+
+def color_name(png: bytes) -> str:
+    """The name (from :data:`COLOR_NAMES`) nearest to the mean colour of a PNG."""
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(png)) as im:
+        mean = np.asarray(im.convert("RGB"), dtype=np.float64).reshape(-1, 3).mean(axis=0)
+    return min(COLOR_NAMES, key=lambda n: float(((np.asarray(COLOR_NAMES[n]) - mean) ** 2).sum()))
+
+
 def _norm(pixel: float, size: int) -> int:
     # The geometry contract: image pixel centre -> 0..1000 (see deskpilot.geometry).
     return max(0, min(1000, round((pixel + 0.5) * 1000 / size)))
@@ -190,6 +210,13 @@ class PixelPolicy:
         }, ""
 
     def respond(self, request: RecordedRequest) -> Answer:
+        if "report_color" in request.tool_names:  # deskpilot doctor's image probe
+            image = request.last_image
+            if image is None or image.data is None:
+                return Reply(content="I cannot see an image in the request.")
+            color = color_name(image.data)  # type: ignore[arg-type]
+            self.log.append({"step": "report_color", "color": color})
+            return Reply(tool_calls=[tool_call("report_color", {"color": color})], style=self.style)
         step_index = request.assistant_turns
         step = self.steps[step_index] if step_index < len(self.steps) else "done"
         thought = f"<think>step {step_index + 1}: {step}</think>\n" if self.think else None
