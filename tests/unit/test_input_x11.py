@@ -6,12 +6,15 @@ import ctypes
 import os
 import struct
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from deskpilot._errors import InputError
 from deskpilot._x11 import CFUNCTIONS, LIBRARIES, XErrorEvent, XFixesCursorImage
-from deskpilot.input._xtest import char_keysym
+from deskpilot.input import parse_combo
+from deskpilot.input._xtest import XTestBackend, char_keysym
 
 
 def test_prototype_table_is_sorted_and_names_known_libraries() -> None:
@@ -65,3 +68,126 @@ def test_no_display_gives_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(InputError, match="no X display: is DISPLAY set"):
         InputController("xtest")
     assert "DISPLAY" not in os.environ
+
+
+# -- XTestBackend over a fake libX11/libXtst ------------------------------------------
+
+_CONTROL_L, _SHIFT_L, _A, _CAPITAL_A, _F13 = 0xFFE3, 0xFFE1, 0x61, 0x41, 0xFFCA
+_SPARE = 12
+
+
+class FakeXlib:
+    """libX11 and libXtst as XTestBackend calls them: a four-keycode keymap (Control_L,
+    Shift_L, a/A and one spare) and every key event and remap in order."""
+
+    def __init__(self) -> None:
+        self.keymap: dict[int, tuple[int, int]] = {
+            9: (_CONTROL_L, 0), 10: (_SHIFT_L, 0), 11: (_A, _CAPITAL_A), _SPARE: (0, 0),
+        }
+        self.events: list[tuple[str, int, int]] = []
+
+    def XTestQueryExtension(self, display: int, *out: object) -> int:
+        return 1
+
+    def XDisplayKeycodes(self, display: int, lo: Any, hi: Any) -> None:
+        lo._obj.value, hi._obj.value = min(self.keymap), max(self.keymap)
+
+    def XGetKeyboardMapping(
+        self, display: int, first: int, count: int, per: Any
+    ) -> ctypes.Array[ctypes.c_ulong]:
+        per._obj.value = 2
+        syms = [sym for kc in range(first, first + count) for sym in self.keymap[kc]]
+        return (ctypes.c_ulong * len(syms))(*syms)
+
+    def XChangeKeyboardMapping(
+        self, display: int, first: int, per: int, syms: Any, count: int
+    ) -> None:
+        self.keymap[first] = (syms[0], syms[1])
+        self.events.append(("map", first, syms[0]))
+
+    def XTestFakeKeyEvent(self, display: int, keycode: int, down: int, delay: int) -> None:
+        self.events.append(("key", keycode, down))
+
+    def XFree(self, pointer: object) -> None:
+        pass
+
+    def XFlush(self, display: int) -> None:
+        pass
+
+
+class FakeDisplay:
+    def __init__(self, x11: FakeXlib) -> None:
+        self.x11 = x11
+        self.ptr = 1
+
+    @property
+    def closed(self) -> bool:
+        return self.ptr == 0
+
+    def handle(self) -> int:
+        return self.ptr
+
+    def sync(self, call: str) -> None:
+        pass
+
+    def close(self) -> None:
+        self.ptr = 0
+
+
+@pytest.fixture
+def fake_xtest(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[XTestBackend, FakeXlib]]:
+    from deskpilot.input import _xtest
+
+    xlib = FakeXlib()
+    monkeypatch.setattr(_xtest, "library", lambda short: xlib)
+    monkeypatch.setattr(_xtest, "XDisplay", lambda error, name: FakeDisplay(xlib))
+    backend = XTestBackend(remap_guard=0, settle=0)
+    real_plan = backend._plan
+    calls = 0
+
+    def plan(keysyms: list[int], start: int) -> tuple[int, list[int]]:
+        # A planner that stops advancing would spin in type_text forever: fail instead.
+        nonlocal calls
+        calls += 1
+        assert calls <= 100, "type_text made no progress"
+        return real_plan(keysyms, start)
+
+    monkeypatch.setattr(backend, "_plan", plan)
+    yield backend, xlib
+    backend.close()
+
+
+def test_held_modifiers_leave_the_spare_keycodes_free(
+    fake_xtest: tuple[XTestBackend, FakeXlib],
+) -> None:
+    backend, xlib = fake_xtest
+    (ctrl,) = parse_combo("ctrl")
+    backend.key(ctrl, True)  # held on its own keycode, not a spare
+    backend.type_text("世a世")
+    backend.key(ctrl, False)
+    assert xlib.events == [
+        ("key", 9, 1),
+        ("map", _SPARE, 0x01004E16),  # the one spare, mapped once and reused
+        ("key", _SPARE, 1), ("key", _SPARE, 0),
+        ("key", 11, 1), ("key", 11, 0),
+        ("key", _SPARE, 1), ("key", _SPARE, 0),
+        ("key", 9, 0),
+    ]
+
+
+def test_typing_while_every_spare_is_held_is_refused(
+    fake_xtest: tuple[XTestBackend, FakeXlib],
+) -> None:
+    backend, xlib = fake_xtest
+    (f13,) = parse_combo("f13")  # not in the keymap: pressed through the only spare
+    backend.key(f13, True)
+    assert xlib.keymap[_SPARE] == (_F13, _F13)
+    with pytest.raises(InputError, match=r"cannot type '世': all 1 spare keycodes are held down"):
+        backend.type_text("世")
+    assert xlib.keymap[_SPARE] == (_F13, _F13)  # the held key was not remapped under it
+    backend.type_text("a")  # mapped characters need no spare
+    backend.key(f13, False)
+    backend.type_text("世")
+    assert xlib.events[-4:] == [
+        ("key", _SPARE, 0), ("map", _SPARE, 0x01004E16), ("key", _SPARE, 1), ("key", _SPARE, 0),
+    ]

@@ -264,9 +264,12 @@ class XTestBackend:
 
     def _plan(self, keysyms: list[int], start: int) -> tuple[int, list[int]]:
         """The end of the next chunk of ``keysyms`` from ``start`` and the keysyms it
-        needs on spare keycodes that are not mapped yet (at most the free spares)."""
-        room = len(self._spare) - len(self._held)
-        kept: set[int] = set()  # spares this chunk already relies on
+        needs on spare keycodes that are not mapped yet (at most the free spares).
+        ``end == start`` when the next character needs a spare and none is free."""
+        # Spares this chunk cannot remap: those held down by key() (other held keys,
+        # ctrl for one, sit on keymap keycodes and take nothing from the pool) and
+        # those carrying a keysym the chunk already relies on.
+        busy = {kc for kc in self._held if kc in self._spare}
         new: list[int] = []
         end = start
         while end < len(keysyms):
@@ -274,10 +277,10 @@ class XTestBackend:
             if keysym not in self._index and keysym not in new:
                 kc = self._spare_by_keysym.get(keysym)
                 if kc is not None:
-                    if kc not in kept and len(kept) + len(new) >= room:
+                    if kc not in busy and len(busy) + len(new) >= len(self._spare):
                         break
-                    kept.add(kc)
-                elif len(kept) + len(new) >= room:
+                    busy.add(kc)
+                elif len(busy) + len(new) >= len(self._spare):
                     break
                 else:
                     new.append(keysym)
@@ -309,13 +312,21 @@ class XTestBackend:
             time.sleep(self.settle)
 
     def type_text(self, text: str) -> None:
-        keysyms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
+        text = text.replace("\r\n", "\n")
+        keysyms = [char_keysym(ch) for ch in text]
         with self._lock:
             d = self._display
             shift = self._index.get(_XK_SHIFT_L, (0, 0))[0]
             start = 0
             while start < len(keysyms):
                 end, new = self._plan(keysyms, start)
+                if end == start:
+                    raise InputError(
+                        f"cannot type {text[start]!r}: all {len(self._spare)} spare keycodes "
+                        "are held down; release the held keys first",
+                        keysym=hex(keysyms[start]),
+                        held=len(self._held),
+                    )
                 if new:
                     keep = {self._spare_by_keysym[k] for k in keysyms[start:end] if k in self._spare_by_keysym}
                     self._map_spares(new, keep)
