@@ -42,7 +42,9 @@ def click(x: int, y: int, name: str = "click") -> dict[str, Any]:
     return {"name": name, "x1": x, "y1": y}
 
 
-def config(tmp_path: Path, endpoint: str, **stateless: Any) -> Any:
+def config(
+    tmp_path: Path, endpoint: str, *, extra: dict[str, Any] | None = None, **stateless: Any
+) -> Any:
     discover_modes()
     flags: dict[str, Any] = {
         "model.endpoint": endpoint,
@@ -56,6 +58,7 @@ def config(tmp_path: Path, endpoint: str, **stateless: Any) -> Any:
         "stateless.panel": "off",
     }
     flags.update({f"stateless.{k}": v for k, v in stateless.items()})
+    flags.update(extra or {})
     return load_config(flags=flags, env={}, search_default=False)
 
 
@@ -65,11 +68,12 @@ def run(
     *,
     desk: SimulatedDesktop | None = None,
     task: str = "click the button",
+    extra: dict[str, Any] | None = None,
     **stateless: Any,
 ) -> tuple[Any, ModelServer, SimulatedDesktop]:
     desk = desk or SimulatedDesktop()
     with ModelServer(ScriptedPolicy(replies), keep_images=10) as server:
-        cfg = config(tmp_path, server.endpoint, **stateless)
+        cfg = config(tmp_path, server.endpoint, extra=extra, **stateless)
         result = run_agent(
             cfg, task, screen_factory=lambda: desk, hands_factory=lambda: desk, handle_signals=False
         )
@@ -451,6 +455,62 @@ def test_denied_actions_do_not_run_and_are_recorded_and_fed_back(
     assert safety["decisions"]["denied"] == 2
 
 
+def _heat_drawn(run_dir: Path, image: bytes, turn: int, box: tuple[int, int, int, int]) -> bool:
+    """Whether the annotated ``image`` of ``turn`` differs from its raw screenshot in ``box``
+    (x0, y0, x1, y1 in image pixels): something was drawn there."""
+    raw = decode((run_dir / f"turn_{turn:04d}_raw.png").read_bytes())
+    annotated = decode(image)
+    x0, y0, x1, y1 = box
+    return bool((raw[y0:y1, x0:x1] != annotated[y0:y1, x0:x1]).any())
+
+
+TARGET_BOX = (420, 180, 540, 265)  # around the target at 50 % (960x540), heat radius included
+
+
+@pytest.mark.parametrize("physical", [True, False], ids=["physical", "dry_run"])
+def test_refused_actions_get_no_heat_and_stay_out_of_the_trail(
+    tmp_path: Path, physical: bool
+) -> None:
+    """The heat shows where actions ran (the prompt says so): a click the policy refused
+    is not drawn, this turn nor in the next turns' trail; in a dry run an allowed click
+    counts as run (seed 004) and is drawn."""
+    boot = reply("Click the target.", click(*TARGET))
+    deny_all = {"policy.deny_windows": ["title:nothing-like-this"], "policy.unknown_window": "deny"}
+    result, server, desk = run(
+        tmp_path,
+        [reply("Nothing to do.", bboxes=[]), reply("Done.", {"name": "done"})],
+        boot_vlm_output=boot,
+        physical_execution=physical,
+        extra=deny_all,
+    )
+    assert result.outcome == "answered", result.error
+    assert not desk.target_clicks
+    turn1 = next(r for r in records(result.run_dir) if r["turn"] == 1 and r.get("stage") == "turn")
+    assert turn1["actions"][0]["result"]["error"]["type"] == "policy_denied"
+    images = [r.images[0].data or b"" for r in server.requests]
+    assert len(images) == 2
+    # Nothing drawn anywhere: no heat, no marker, no label of the refused click ...
+    assert not _heat_drawn(result.run_dir, images[0], 1, (0, 0, 960, 540))
+    # ... and no trail of it on the next screenshot.
+    assert not _heat_drawn(result.run_dir, images[1], 2, (0, 0, 960, 540))
+    # The model still hears that it was refused.
+    assert "REFUSED, policy_denied" in server.requests[0].messages[1]["content"][0]["text"]
+
+    # Without the denial the same click is drawn, and trails into the next turn, whether
+    # it reached the desktop (physical) or not (dry run).
+    allowed, server, desk = run(
+        tmp_path / "allowed",
+        [reply("Nothing to do.", bboxes=[]), reply("Done.", {"name": "done"})],
+        boot_vlm_output=boot,
+        physical_execution=physical,
+    )
+    assert allowed.outcome == "answered", allowed.error
+    assert bool(desk.target_clicks) is physical
+    first, second = (r.images[0].data or b"" for r in server.requests)
+    assert _heat_drawn(allowed.run_dir, first, 1, TARGET_BOX)
+    assert _heat_drawn(allowed.run_dir, second, 2, TARGET_BOX)
+
+
 class _RefusingDesk(SimulatedDesktop):
     """The simulated desktop whose keyboard fails with ``error`` (an OS refusal, a stop)."""
 
@@ -478,6 +538,9 @@ def test_an_input_failure_skips_the_rest_of_the_turn(tmp_path: Path) -> None:
     assert "refused the key event" in first["error"]
     assert second["skipped"] and "ok" not in second
     assert turn1["result"]["error"] == {"type": "action_failed"} and "policy_denied" not in turn1
+    # The skipped click did not run: no heat at the target (the failed key is listed).
+    image = server.requests[0].images[0].data or b""
+    assert not _heat_drawn(result.run_dir, image, 1, TARGET_BOX)
     assert (
         "(FAILED: InputError: the X server refused"
         in server.requests[0].messages[1]["content"][0]["text"]

@@ -6,7 +6,8 @@ A turn, as the seed defines it::
       -> parse JSON (observation, bboxes, actions)          deskpilot.agent.stateless._protocol
       -> execute every action, in order, inside the working area (CAPTURE_CROP: the sandbox)
       -> capture AFTER the actions: crop -> resize -> settle until the screen is still
-      -> annotate: orange action heat (+ fading trail), blue boxes, labels
+      -> annotate: orange heat of the actions that ran (+ fading trail; refused or
+         skipped ones are not drawn), blue boxes, labels
            native (default): compiled kernels, ~1-2 ms at 1536x864
            browser: the panel page draws and POSTs the PNG back (the seed's round trip)
       -> request: system prompt + the model's own observation + the annotated image
@@ -186,13 +187,23 @@ class StatelessEngine:
             # A capturer of the working area itself: crop, downscale and BGRA->RGB fused in
             # one native pass, instead of a full-screen RGB frame cropped and resized after.
             screen_cfg = session.config.screen
-            region = (self.area.left - monitor.left, self.area.top - monitor.top, self.area.width, self.area.height)
+            region = (
+                self.area.left - monitor.left,
+                self.area.top - monitor.top,
+                self.area.width,
+                self.area.height,
+            )
             monitor_index = session.screen.monitor
 
             def open_capturer() -> Any:
                 from deskpilot.capture import Capturer
 
-                return Capturer(screen_cfg.capture_backend, monitor=monitor_index, region=region, cursor=screen_cfg.cursor)
+                return Capturer(
+                    screen_cfg.capture_backend,
+                    monitor=monitor_index,
+                    region=region,
+                    cursor=screen_cfg.cursor,
+                )
 
             self._capturer = await self._on_capture(open_capturer)
         if not s.physical_execution:
@@ -291,12 +302,15 @@ class StatelessEngine:
             **out.as_record(),
             "text": text if len(text) <= 20000 else text[:20000],
         }
-        marks = tuple(a.mark() for a in out.actions if a.name != "done")
         boxes = tuple(b.mark() for b in out.bboxes)
 
         self.state.set_phase("executing")
         session.reporter.phase(number, "action")
-        executed = await self._execute(turn, out.actions)
+        executed, ran = await self._execute(turn, out.actions)
+        # The heat (and the trail) shows where actions ran, as the prompt tells the model:
+        # an action the policy refused or one skipped after a failure is not drawn.
+        marks = tuple(a.mark() for a in ran)
+        ran_dicts = [a.as_dict() for a in ran]
 
         self.state.set_phase("capturing")
         if s.capture_delay > 0:
@@ -321,6 +335,7 @@ class StatelessEngine:
                 previous_marks,
                 previous_dicts,
                 out,
+                ran_dicts,
                 text,
                 raw_task,
             )
@@ -328,7 +343,7 @@ class StatelessEngine:
             raw_task.cancel()
             raise
         self._previous_marks.append(marks)
-        self._previous_dicts.append([a.as_dict() for a in out.actions if a.name != "done"])
+        self._previous_dicts.append(ran_dicts)
         turn.record["observation"] = {
             "screenshot": annotated.name,
             "raw": None,
@@ -438,11 +453,18 @@ class StatelessEngine:
         kind = "click" if action.name in ("click", "right_click", "double_click") else action.name
         record: dict[str, Any] = {"kind": kind}
         if action.name == "drag":
-            assert action.x1 is not None and action.y1 is not None and action.x2 is not None and action.y2 is not None
+            assert (
+                action.x1 is not None
+                and action.y1 is not None
+                and action.x2 is not None
+                and action.y2 is not None
+            )
             record["start"] = list(self.mapping.norm_to_physical(action.x1, action.y1))
             record["end"] = list(self.mapping.norm_to_physical(action.x2, action.y2))
             record["steps"] = self.settings.drag_duration_steps
-            record["duration"] = round(self.settings.drag_duration_steps * self.settings.drag_step_delay, 4)
+            record["duration"] = round(
+                self.settings.drag_duration_steps * self.settings.drag_step_delay, 4
+            )
             return record
         if action.x1 is not None and action.y1 is not None:
             record["x"], record["y"] = self.mapping.norm_to_physical(action.x1, action.y1)
@@ -482,10 +504,19 @@ class StatelessEngine:
 
     async def _execute(
         self, turn: Turn, actions: tuple[Action, ...]
-    ) -> list[tuple[Action, str | None]]:
+    ) -> tuple[list[tuple[Action, str | None]], list[Action]]:
+        """Run the turn's actions in order: ``(outcomes, ran)``.
+
+        ``outcomes`` pairs every action that was tried with its error (None when it ran;
+        a policy denial or an input failure otherwise), for the model's feedback; ``ran``
+        holds the actions that were sent (dry runs: that would have been), failed ones
+        included since their input may have been partly delivered, but not the ones the
+        policy refused nor those skipped after a failure: what the heat may show.
+        """
         s = self.settings
         ctx = self.session.ctx
         done: list[tuple[Action, str | None]] = []
+        ran: list[Action] = []
         records: list[dict[str, Any]] = []
         failed = False
         for action in actions:
@@ -506,10 +537,13 @@ class StatelessEngine:
                 # The run's safety policy sees the action in the tools' vocabulary (the
                 # physical record) before any input is sent, in dry runs too.
                 ctx.check_policy(physical)
+                ran.append(action)
                 await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
+                if ran and ran[-1] is action:
+                    ran.pop()  # refused by a check on the input side: nothing was sent
                 payload = getattr(exc, "payload", None)
                 if not isinstance(payload, dict):
                     payload = err_payload("policy_denied", str(exc))
@@ -539,7 +573,7 @@ class StatelessEngine:
             turn.record["policy_denied"] = denied
         if self.dry is not None:
             turn.record["dry_run"] = True
-        return done
+        return done, ran
 
     # ------------------------------------------------------------------ screen
     async def _on_capture(self, fn: Callable[[], R]) -> R:
@@ -632,6 +666,7 @@ class StatelessEngine:
         previous_marks: tuple[tuple[ActionMark, ...], ...],
         previous_dicts: list[list[dict[str, Any]]],
         out: VlmOutput,
+        ran_dicts: list[dict[str, Any]],
         text: str,
         raw_task: asyncio.Future[_Saved],
     ) -> tuple[_Saved, str]:
@@ -645,7 +680,7 @@ class StatelessEngine:
                 image_size=size,
                 observation=out.observation,
                 bboxes=[b.as_dict() for b in out.bboxes],
-                actions=[a.as_dict() for a in out.actions if a.name != "done"],
+                actions=ran_dicts,  # what the page draws: the actions that ran
                 vlm_json=text,
                 trail=previous_dicts,
                 rejected=[r.as_dict() for r in out.rejected],

@@ -52,7 +52,7 @@ _OVERLAYS = """
 The screenshot carries feedback drawn by the system, not part of the screen:
 - orange heat marks where your actions of the last turn ran{trail}; rings mark pointer actions, a \
 line a drag, and each label gives the action's number, name and coordinates; keyboard actions \
-are listed at the bottom left.
+are listed at the bottom left. Actions that were refused or skipped are not drawn.
 - blue boxes are the bboxes you gave last turn.
 Use it: if the heat shows you already acted somewhere and the screen did not change as you \
 wanted, do something different instead of repeating it.
