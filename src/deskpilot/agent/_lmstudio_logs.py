@@ -10,22 +10,69 @@ directory, and a cleaned copy to ``lmstudio_raw_clean.log``: base64 images repla
 
 Best effort: with no log folder nothing happens (``required=True`` -- the ``on``
 setting -- records a note instead of skipping silently). Never raises.
+
+The ``auto`` setting extracts only when the model endpoint is on this machine
+(:func:`is_loopback_endpoint`: localhost, 127.x, ::1): the local log folder says nothing
+about a server elsewhere, and lines of other clients' requests there are not this run's.
+:func:`wants_lmstudio_logs` is that decision; ``export_lmstudio_logs(..., endpoint=...)``
+applies it too.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import ipaddress
 import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import urlsplit
 
-__all__ = ["clean_lines", "export_lmstudio_logs", "find_log_dir", "select_entries"]
+__all__ = [
+    "clean_lines",
+    "export_lmstudio_logs",
+    "find_log_dir",
+    "is_loopback_endpoint",
+    "select_entries",
+    "wants_lmstudio_logs",
+]
 
 _STAMP = re.compile(r"^\[?(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[.,](\d{1,6}))?\]?")
 _DATA_URL = re.compile(r"(data:[\w/+.-]+;base64,)([A-Za-z0-9+/=]{64,})")
 _BRACES_ONLY = re.compile(r"^[\s{}\[\],]*$")
+
+
+def is_loopback_endpoint(endpoint: str) -> bool:
+    """Whether ``endpoint``'s host is this machine: ``localhost``, 127.0.0.0/8 or ::1."""
+    text = endpoint.strip()
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        host = urlsplit(text).hostname
+    except ValueError:
+        return False
+    if not host:
+        return False
+    host = host.rstrip(".").lower()
+    if host == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def wants_lmstudio_logs(setting: str, endpoint: str) -> bool:
+    """``run.lmstudio_logs``: ``on`` always, ``off`` never, ``auto`` for a loopback endpoint."""
+    if setting == "on":
+        return True
+    if setting == "auto":
+        return is_loopback_endpoint(endpoint)
+    return False
 
 
 def find_log_dir(explicit: str | os.PathLike[str] | None = None) -> Path | None:
@@ -33,7 +80,10 @@ def find_log_dir(explicit: str | os.PathLike[str] | None = None) -> Path | None:
         candidates = [Path(explicit).expanduser()]
     else:
         home = Path.home()
-        candidates = [home / ".lmstudio" / "server-logs", home / ".cache" / "lm-studio" / "server-logs"]
+        candidates = [
+            home / ".lmstudio" / "server-logs",
+            home / ".cache" / "lm-studio" / "server-logs",
+        ]
     for path in candidates:
         if path.is_dir():
             return path
@@ -52,7 +102,9 @@ def _stamp(line: str) -> float | None:
     return when.timestamp() + frac  # LM Studio logs local time
 
 
-def select_entries(lines: Iterable[str], since: float, until: float, *, slack: float = 1.0) -> list[str]:
+def select_entries(
+    lines: Iterable[str], since: float, until: float, *, slack: float = 1.0
+) -> list[str]:
     """Lines of entries stamped within ``[since - slack, until + slack]`` (local time)."""
     out: list[str] = []
     keep = False
@@ -85,8 +137,15 @@ def export_lmstudio_logs(
     until: float,
     log_dir: str | os.PathLike[str] | None = None,
     required: bool = False,
+    endpoint: str | None = None,
 ) -> list[Path]:
-    """Write ``lmstudio_raw.log`` / ``lmstudio_raw_clean.log`` into ``run_dir``; returns them."""
+    """Write ``lmstudio_raw.log`` / ``lmstudio_raw_clean.log`` into ``run_dir``; returns them.
+
+    With ``endpoint`` and not ``required`` (the ``auto`` setting), nothing is done unless
+    the endpoint is on this machine (:func:`is_loopback_endpoint`).
+    """
+    if endpoint is not None and not required and not is_loopback_endpoint(endpoint):
+        return []
     try:
         folder = find_log_dir(log_dir)
         if folder is None:
@@ -109,7 +168,10 @@ def export_lmstudio_logs(
             return []
         raw = run_dir / "lmstudio_raw.log"
         clean = run_dir / "lmstudio_raw_clean.log"
-        raw.write_text("".join(line if line.endswith("\n") else line + "\n" for line in selected), encoding="utf-8")
+        raw.write_text(
+            "".join(line if line.endswith("\n") else line + "\n" for line in selected),
+            encoding="utf-8",
+        )
         clean.write_text("".join(clean_lines(selected)), encoding="utf-8")
         return [raw, clean]
     except OSError:
