@@ -387,6 +387,75 @@ def test_archive_of_turns_that_do_not_exist_falls_back_to_automatic_archiving(tm
     assert result.summary["team"]["auto_archives"] == 1
 
 
+def planner_turn_states(result: Any) -> list[dict[str, Any]]:
+    """The STATE UPDATE the execution log wrote at the end of each planner turn."""
+    states, planning = [], False
+    for line in log_text(result).splitlines():
+        if "==== TURN " in line:
+            planning = line.rstrip(" =").endswith("PLANNING")
+        elif planning and "STATE UPDATE: " in line:
+            states.append(orjson.loads(line.split("STATE UPDATE: ", 1)[1]))
+    return states
+
+
+@pytest.mark.parametrize(
+    ("threshold", "roles", "archived"),
+    [
+        (1, "PEPEPEPEPE", [(2,), (4,), (6,), (8,)]),  # every action goes straight to the archive
+        (2, "PEEPEPEPE", [(2,), (3,), (5,)]),  # the newest action stays active
+        (3, "PEEEPEPE", [(2,), (3,)]),  # the newest two stay active
+    ],
+)
+def test_low_compression_threshold_cannot_stall_the_run(tmp_path: Path, threshold: int, roles: str, archived: list[tuple[int, ...]]) -> None:
+    """A planner that never archives: the engine archives on its behalf, always down to
+    *below* the threshold, so the next turn is the executor's (not another compression
+    review, turn after turn, until max steps)."""
+    v = V003
+    executor = [act(v, "key", key=k) for k in "abcd"] + [act(v, "complete", evidence=EVIDENCE)]
+    result, srv, _, mode = run_team(
+        tmp_path, RolePolicy(v, [plan(v)] * 10, executor), variant=v,
+        flags={"team.compression_threshold": threshold, "team.review_interval": 50},
+    )
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == roles
+    turns = turns_of(result)
+    reviews = [t for t in turns if t.get("team", {}).get("team_role") == "planner"][1:]
+    assert all(t["team"]["reasons"] == ["compression"] for t in reviews)
+    assert [tuple(t["team"]["auto_archive"]) for t in reviews] == archived
+    memory = mode.state.memory  # type: ignore[union-attr]
+    assert [s.turns for s in memory.all_snapshots] == archived
+    assert all(s["active_history"] < threshold for s in planner_turn_states(result)[1:])
+    assert result.summary["team"]["auto_archives"] == len(archived)
+
+
+@pytest.mark.parametrize("planner_archives", [False, True], ids=["planner-archives-nothing", "planner-archives-too-little"])
+def test_auto_archive_counts_a_loop_recovery_record_in_its_turn(tmp_path: Path, planner_archives: bool) -> None:
+    """The recovery record shares turn 3 with the action that looped: three active records
+    in two turns. Keeping turns (not records) would leave the memory at the threshold."""
+    v = V003
+    review = Reply(tool_calls=[archive(v, [2]), (v.tool_name("plan"), {"instructions": "go", "reasoning": "r"})]) if planner_archives else plan(v)
+    executor = [act(v, "key", key="tab")] * 2 + [act(v, "complete", evidence=EVIDENCE)]
+    threshold = 2 if planner_archives else 3
+    result, srv, _, mode = run_team(
+        tmp_path, RolePolicy(v, [plan(v), review], executor), variant=v,
+        flags={"team.compression_threshold": threshold, "team.review_interval": 50,
+               "team.loop_recovery": True, "team.loop_repeats": 2},
+    )
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PEEPE"
+    turns = turns_of(result)
+    assert turns[3]["team"]["recovery"]["performed"]
+    assert turns[4]["team"]["reasons"] == ["loop_detected", "compression"]
+    memory = mode.state.memory  # type: ignore[union-attr]
+    if planner_archives:
+        # The planner archived turn 2; turn 3's two records still reach threshold 2.
+        assert turns[4]["team"]["calls"][1]["result"]["archived_turns"] == [2]
+        assert turns[4]["team"]["auto_archive"] == [3]
+        assert [s.turns for s in memory.all_snapshots] == [(2,), (3,)]
+    else:
+        assert turns[4]["team"]["auto_archive"] == [2]  # turn 3's two records stay
+    assert planner_turn_states(result)[1]["active_history"] < threshold
+    assert "did not archive enough" in log_text(result)
+
+
 def test_repeated_action_is_a_loop_the_planner_reviews(tmp_path: Path) -> None:
     v = V003
     same = [act(v, "scroll_down") for _ in range(3)]

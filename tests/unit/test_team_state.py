@@ -95,6 +95,20 @@ def test_memory_recovery_cooldown_and_auto_compression() -> None:
     assert memory.get_last_action_for_validation().turn == 6  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(("keep", "archived", "active"), [(0, (2, 3, 4), []), (1, (2, 3, 4), []), (2, (2, 3), [4, 4]), (3, (2,), [3, 4, 4])])
+def test_auto_compression_counts_records_not_turns(keep: int, archived: tuple[int, ...], active: list[int]) -> None:
+    """A loop-recovery record shares its action's turn: turn 4 holds two records, kept or
+    archived together, and never more than ``keep`` records stay active."""
+    memory = AgentMemory(compression_threshold=3)
+    for turn in (2, 3, 4):
+        memory.add_action(record(turn))
+    memory.add_action(ActionRecord(4, "loop_recovery", None, "performed: key escape", "", ""))
+    auto = memory.auto_compress(keep=keep)
+    assert auto is not None and auto.archived_turns == archived
+    assert [r.turn for r in memory.active_history] == active and len(active) <= keep
+    assert memory.auto_compress(keep=keep) is None  # nothing more to do
+
+
 # ---------------------------------------------------------------------- state machine
 
 

@@ -25,8 +25,9 @@ planner: no tool call          instructions exist: keep them, back to execution;
 planner: unknown tool / bad    call refused (logged, noted to the planner); the rest of the
 arguments                      answer is used
 archive: turns that do not     those turns ignored, the others archived; nothing archivable:
-exist                          refused; still over the threshold: the oldest turns are
-                               archived automatically so the run cannot stall
+exist, too few, bad arguments  refused; still at the threshold: the oldest turns are
+                               archived automatically, down to below the threshold (at
+                               most 3 active records kept), so the run cannot stall
 executor: no tool call         recorded as a failed action, noted to the executor, next turn
 executor: several calls        the first runs, the others get ``too_many_tool_calls``
 executor: unknown tool / bad   the seeds' error payload, recorded as a failed action
@@ -71,8 +72,15 @@ from deskpilot.agent.team._tools import INSUFFICIENT_EVIDENCE, executor_toolset
 
 __all__ = ["MODE", "TeamMode"]
 
-#: Active turns kept when the engine has to archive on the planner's behalf.
+#: Active records kept when the engine has to archive on the planner's behalf (fewer
+#: when the compression threshold is this low: see :func:`_auto_keep`).
 _AUTO_KEEP = 3
+
+
+def _auto_keep(threshold: int) -> int:
+    """Records to keep active after an automatic archive: below ``threshold``, or the next
+    turn would be another compression review (and so on until max steps)."""
+    return max(0, min(_AUTO_KEEP, threshold - 1))
 
 
 class TeamMode:
@@ -339,9 +347,10 @@ class TeamMode:
             )
 
         if state.memory.needs_compression:
-            # Still at the threshold after the planner's turn: archive on its behalf, or
-            # every following turn would be another compression review.
-            auto = state.memory.auto_compress(_AUTO_KEEP)
+            # Still at the threshold after the planner's turn (it archived nothing, too
+            # little, or its call was refused): archive on its behalf, down to below the
+            # threshold, or every following turn would be another compression review.
+            auto = state.memory.auto_compress(_auto_keep(state.memory.compression_threshold))
             if auto is not None and auto.ok:
                 self.stats["auto_archives"] += 1
                 text = f"the {v.planner_role} did not archive enough; archived automatically: {auto.describe()}"

@@ -142,13 +142,30 @@ class AgentMemory:
         return CompressionResult(snapshot, chosen, unknown, already)
 
     def auto_compress(self, keep: int) -> CompressionResult | None:
-        """Archive all but the newest ``keep`` active turns with a summary made from their
-        results (used when the planner was asked to compress and did not)."""
+        """Archive the oldest active turns so that at most ``keep`` active *records* remain,
+        with a summary made from their results (used when the planner was asked to
+        compress and did not archive enough).
+
+        Records, not turns, are counted: a loop-recovery record shares its action's turn
+        number, so one turn can hold two. Turns are archived whole, so a newest turn whose
+        records do not all fit in ``keep`` is archived too. ``None`` when at most ``keep``
+        records are active (nothing to do).
+        """
         active = self.active_history
-        turns = sorted({r.turn for r in active})
-        if len(turns) <= keep:
+        keep = max(keep, 0)
+        if len(active) <= keep:
             return None
-        chosen = turns[: len(turns) - keep] if keep > 0 else turns
+        per_turn: dict[int, int] = {}
+        for record in active:
+            per_turn[record.turn] = per_turn.get(record.turn, 0) + 1
+        kept = 0
+        kept_turns: set[int] = set()
+        for turn in sorted(per_turn, reverse=True):
+            if kept + per_turn[turn] > keep:
+                break
+            kept += per_turn[turn]
+            kept_turns.add(turn)
+        chosen = [t for t in sorted(per_turn) if t not in kept_turns]
         records = [r for r in active if r.turn in chosen]
         failed = sum(1 for r in records if not r.ok)
         tools: dict[str, int] = {}
