@@ -267,6 +267,30 @@ def test_annotated_with_nobody_waiting_is_409(served: tuple[PanelState, str]) ->
     assert response.status_code == 409 and "not waiting" in response.json()["error"]
 
 
+def test_wait_annotation_without_a_timeout_waits_until_posted_or_cancelled() -> None:
+    state = PanelState()
+    image = png(4, 4)
+
+    async def posted_late() -> bytes:
+        waiting = asyncio.ensure_future(state.wait_annotation(3, timeout=None))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        state.submit_annotation(3, image)
+        return await waiting
+
+    assert asyncio.run(posted_late()) == image
+
+    async def cancelled() -> bool:
+        waiting = asyncio.ensure_future(state.wait_annotation(4, timeout=None))
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return state.snapshot(images=False)["waiting_annotation"]
+
+    assert asyncio.run(cancelled()) is False
+
+
 def test_wait_annotation_times_out() -> None:
     state = PanelState()
     with pytest.raises(TimeoutError):

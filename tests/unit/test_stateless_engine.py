@@ -358,6 +358,29 @@ def test_browser_annotation_round_trip_and_timeout_fallback(tmp_path: Path) -> N
     assert load_summary(result.run_dir)["stateless"]["annotation_fallbacks"] == 1
 
 
+def test_annotate_timeout_zero_waits_for_the_browser_until_stopped(tmp_path: Path) -> None:
+    """Seed scenario C: no fallback to native drawing, however long the page takes; the
+    wait still ends when the run is stopped (here by max_seconds)."""
+    started = time.perf_counter()
+    result, server, desk = run(
+        tmp_path,
+        [reply("done", {"name": "done"})],
+        boot_vlm_output=reply("go", click(*TARGET)),
+        annotate="browser",
+        panel="on",
+        port=0,
+        annotate_timeout=0,
+        extra={"agent.max_seconds": 1.5},
+    )
+    elapsed = time.perf_counter() - started
+    assert result.outcome == "max_time", (result.outcome, result.error)
+    assert 1.5 <= elapsed < 30
+    # It waited: nothing was drawn natively instead, no request went to the model.
+    assert server.requests == [] and desk.target_clicks
+    assert not list(result.run_dir.glob("turn_0001_annotated.png"))
+    assert validate_run_dir(result.run_dir) == []
+
+
 def test_wait_for_injection_then_timeout_is_an_error(tmp_path: Path) -> None:
     result, server, _ = run(
         tmp_path, [], boot_enabled=False, inject_timeout=0.2, port=0, panel="auto"
@@ -661,3 +684,14 @@ def test_settings_validation() -> None:
     assert StatelessSettings(boot_enabled=False).panel_enabled()
     with pytest.raises(ValueError, match="needs the panel"):
         StatelessSettings(annotate="browser", panel="off")
+    # annotate_timeout: 0 = wait forever; a positive value is at least 0.1 s.
+    assert StatelessSettings(annotate="browser", annotate_timeout=0).annotate_timeout == 0
+    assert StatelessSettings(annotate_timeout=0.1).annotate_timeout == 0.1
+    with pytest.raises(ValueError, match="annotate_timeout"):
+        StatelessSettings(annotate_timeout=0.05)
+    cfg = load_config(
+        flags={"agent.mode": "stateless"},
+        env={"STATELESS_ANNOTATE_TIMEOUT": "0"},
+        search_default=False,
+    )
+    assert cfg.section(StatelessSettings).annotate_timeout == 0

@@ -140,8 +140,9 @@ class PanelState:
             self.annotated_png = png
             self.annotated_seq = seq
 
-    async def wait_annotation(self, seq: int, timeout: float) -> bytes:
-        """Wait until the panel posts the annotated PNG of turn ``seq``; TimeoutError after ``timeout`` s."""
+    async def wait_annotation(self, seq: int, timeout: float | None) -> bytes:
+        """Wait until the panel posts the annotated PNG of turn ``seq``; TimeoutError after
+        ``timeout`` s (None: no limit; cancelling the caller ends the wait)."""
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         with self._lock:
             self._annotation_waiter = (seq, future)

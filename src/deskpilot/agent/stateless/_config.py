@@ -17,6 +17,12 @@ runs folder is ``[run] runs_dir``::
     trail_turns = 4
     stops = [[0, "rgba(255,106,0,0.6)"], [1, "rgba(255,170,0,0)"]]
 
+With ``annotate = "browser"`` the engine waits ``annotate_timeout`` seconds (default 30)
+for the page's annotated image and then draws the overlays natively, so a closed browser
+tab does not stall the run; ``annotate_timeout = 0`` waits forever, as seed 004's scenario
+C does (the wait stays interruptible: Ctrl+C / SIGTERM, the kill switch and
+``[agent] max_seconds`` stop the run while it waits).
+
 Structured values (``capture_crop``, ``ui``) accept TOML arrays/tables, or JSON text from
 the environment (``CAPTURE_CROP='{"x1":0,"y1":0,"x2":500,"y2":500}'`` or ``"0,0,500,500"``).
 
@@ -42,7 +48,10 @@ from deskpilot.agent._config import setting
 from deskpilot.geometry import NORM_MAX
 from deskpilot.imaging._overlay import OverlayStyle
 
-__all__ = ["DEFAULT_BOOT_OUTPUT", "StatelessSettings", "output_size"]
+__all__ = ["DEFAULT_BOOT_OUTPUT", "MIN_ANNOTATE_TIMEOUT", "StatelessSettings", "output_size"]
+
+#: The shortest positive ``annotate_timeout`` (a browser needs that long to draw and post).
+MIN_ANNOTATE_TIMEOUT = 0.1
 
 DEFAULT_BOOT_OUTPUT = (
     '{"observation": "Start of the task. I have not acted yet; I look at the screen first.",'
@@ -121,8 +130,9 @@ class StatelessSettings:
     annotate_timeout: float = setting(
         30.0,
         env="STATELESS_ANNOTATE_TIMEOUT",
-        minimum=0.1,
-        help="seconds to wait for the browser's annotated image",
+        minimum=0.0,
+        help="seconds to wait for the browser's annotated image, then draw natively; "
+        "0 = wait forever (the seed's flow; Ctrl+C, the kill switch and max_seconds still stop it)",
     )
     ui: dict[str, Any] | None = setting(  # noqa: RUF009 - setting() returns a dataclasses.field
         None, env="UI_CONFIG", help="the seed's UI_CONFIG: executed_heat, bbox_heat, labels"
@@ -212,6 +222,12 @@ class StatelessSettings:
 
             token, _ = resolve_token(self.panel_token)
             PanelAccess(self.host, self.port, token=token, allowed_hosts=self.allowed_hosts)
+        if 0 < self.annotate_timeout < MIN_ANNOTATE_TIMEOUT:
+            raise ConfigError(
+                f"stateless.annotate_timeout must be 0 (wait forever) or at least "
+                f"{MIN_ANNOTATE_TIMEOUT} s, got {self.annotate_timeout}",
+                where="stateless.annotate_timeout",
+            )
         if (self.capture_width > 0) != (self.capture_height > 0):
             raise ConfigError(
                 "stateless.capture_width and capture_height must be set together (or both 0)",

@@ -692,7 +692,8 @@ class StatelessEngine:
             publish(raw)
             started = time.perf_counter()
             try:
-                png = await self.state.wait_annotation(number, s.annotate_timeout)
+                # 0 = wait forever (seed scenario C); a stop cancels this wait like any other.
+                png = await self.state.wait_annotation(number, s.annotate_timeout or None)
             except TimeoutError:
                 turn.timer.add("annotate", (time.perf_counter() - started) * 1000)
                 self._annotation_fallbacks += 1
