@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import numpy as np
@@ -168,6 +169,23 @@ def test_close_releases_everything_once(desktop: FakeDesktop) -> None:
         backend.grab_bgra(Rect(0, 0, 8, 8))
     with pytest.raises(CaptureError, match="closed"):
         backend.cursor()
+
+
+def test_a_backend_nobody_closed_releases_everything_when_collected(desktop: FakeDesktop) -> None:
+    backend = make_backend(desktop, dpi_awareness=False)
+    backend.grab_bgra(Rect(0, 0, 8, 8))
+    screen_dc, memory_dc, dib = desktop.created
+    stock = next(iter(desktop.stock))
+    del desktop.log[:]
+    del backend
+    gc.collect()
+    assert desktop.log == [
+        Call("gdi32", "SelectObject", (memory_dc, stock)),
+        Call("gdi32", "DeleteObject", (dib,)),
+        Call("gdi32", "DeleteDC", (memory_dc,)),
+        Call("user32", "ReleaseDC", (None, screen_dc)),
+    ]
+    assert desktop.live() == set()
 
 
 def test_close_attempts_every_release_and_reports_the_first_failure(desktop: FakeDesktop) -> None:

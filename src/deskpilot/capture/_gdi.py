@@ -44,6 +44,7 @@ Call :meth:`GdiBackend.close` (or use ``with``) to release the DCs and the DIB.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 from collections import OrderedDict
@@ -435,6 +436,13 @@ class GdiBackend:
             self._memory_dc = self._screen_dc = self._original_bitmap = None
             if failure is not None:
                 raise failure
+
+    def __del__(self) -> None:
+        # A forgotten backend still gives its DCs and DIB back when collected, not at
+        # process exit. ``_closed`` is missing when __init__ failed before allocating.
+        if not getattr(self, "_closed", True):
+            with contextlib.suppress(Exception):
+                self.close()
 
 
 if TYPE_CHECKING:  # GdiBackend satisfies the protocol the Capturer facade expects
