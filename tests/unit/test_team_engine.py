@@ -368,6 +368,85 @@ def test_executor_bad_calls_get_seed_error_payloads_and_the_run_goes_on(tmp_path
     assert f"ERROR {kind}" in log_text(result)
 
 
+@pytest.mark.parametrize(
+    ("v", "call", "kind", "message"),
+    [
+        (V003, tool_call("update_execution_plan", '{"instructions": "click the'), "invalid_json", "not valid JSON"),
+        (V003, tool_call("update_execution_plan", '["click the target"]'), "invalid_args", ""),
+        (V003, ("update_execution_plan", {"reasoning": "no instructions given"}), "invalid_args", "instructions is required"),
+        (V003, ("update_execution_plan", {"instructions": "   ", "reasoning": "r"}), "invalid_args", "instructions is required"),
+        (V003, ("update_execution_plan", {"instructions": ["click", "type"]}), "invalid_args", "instructions must be a string"),
+        (V002, ("spawn_operator", {"rationale": "no instructions given"}), "invalid_args", "operator_instructions is required"),
+        (V002, tool_call("spawn_operator", "{operator_instructions: click}"), "invalid_json", "not valid JSON"),
+    ],
+)
+def test_planner_malformed_plan_arguments_are_refused_and_it_is_asked_again(tmp_path: Path, v: Variant, call: Any, kind: str, message: str) -> None:
+    """No plan yet: the refused call is logged, the planner is told why and asked again."""
+    policy = RolePolicy(v, [Reply(content="plan", tool_calls=[call]), plan(v)], [act(v, "complete", evidence=EVIDENCE)])
+    result, srv, _, mode = run_team(tmp_path, policy, variant=v)
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PPE"
+    turns = turns_of(result)
+    error = turns[1]["extra_calls"][0]["result"]["error"]
+    assert error["type"] == kind and message in error["message"]
+    assert turns[1]["team"]["no_plan"] == 1 and "tool_call" not in turns[1]
+    again = srv.requests[1].messages[1]["content"]
+    assert f"was refused ({kind})" in again and f"you MUST call {v.tool_name('plan')}" in again
+    assert f"answer had no valid {v.tool_name('plan')} call" in again and "did not call" not in again
+    text = log_text(result)
+    assert f"TOOL {v.tool_name('plan')}: args " in text and f"REFUSED {kind}: " in text
+    assert "no usable plan" in text and "answered without a tool call" not in text
+    assert mode.stats["bad_outputs"] == 1 and mode.state.execution_instructions == "Click the magenta target, then type and submit."  # type: ignore[union-attr]
+
+
+def test_planner_malformed_plan_in_a_review_keeps_the_current_instructions(tmp_path: Path) -> None:
+    v = V003
+    bad = Reply(content="new plan", tool_calls=[tool_call("update_execution_plan", '{"instructions": ')])
+    executor = [act(v, "key", key="a"), act(v, "complete", evidence=EVIDENCE)]
+    result, srv, _, mode = run_team(tmp_path, RolePolicy(v, [plan(v, "Press a."), bad], executor), variant=v,
+                                    flags={"team.review_interval": 3})
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PEPE"
+    turns = turns_of(result)
+    assert turns[3]["extra_calls"][0]["result"]["error"]["type"] == "invalid_json"
+    assert turns[3]["team"]["plan_kept"] is True
+    assert "INSTRUCTIONS FROM THE PLANNER:\nPress a." in srv.requests[3].messages[1]["content"][0]["text"]
+    text = log_text(result)
+    assert "REFUSED invalid_json" in text and "PLAN KEPT" in text
+    assert mode.state.execution_instructions == "Press a."  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("v", [V002, V003], ids=["002", "003"])
+@pytest.mark.parametrize("turns_value", [["first", "second"], "all of them", {"from": 2}, [True]])
+def test_archive_with_non_numeric_turns_is_refused_and_the_engine_archives(tmp_path: Path, v: Variant, turns_value: Any) -> None:
+    """The planner's archive call is refused (its plan in the same answer is used) and the
+    engine archives on its behalf, so the next turn is the executor's."""
+    review = Reply(tool_calls=[archive(v, turns_value), plan(v).tool_calls[0]])
+    executor = [act(v, "key", key=k) for k in "ab"] + [act(v, "complete", evidence=EVIDENCE)]
+    result, srv, _, mode = run_team(tmp_path, RolePolicy(v, [plan(v), review], executor), variant=v,
+                                    flags={"team.compression_threshold": 2, "team.review_interval": 50})
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PEEPE"
+    turns = turns_of(result)
+    error = turns[4]["extra_calls"][0]["result"]["error"]
+    assert error["type"] == "invalid_args" and "archived_turns" in error["message"]
+    assert turns[4]["tool_call"]["name"] == v.tool_name("plan") and turns[4]["team"]["auto_archive"] == [2]
+    text = log_text(result)
+    assert f"TOOL {v.tool_name('archive')}: args " in text and "REFUSED invalid_args: archived_turns" in text
+    assert "did not archive enough" in text
+    assert [s.turns for s in mode.state.memory.all_snapshots] == [(2,)]  # type: ignore[union-attr]
+
+
+def test_two_plan_calls_in_one_answer_use_the_first(tmp_path: Path) -> None:
+    v = V003
+    two = Reply(content="plans", tool_calls=[plan(v, "First.").tool_calls[0], plan(v, "Second.").tool_calls[0]])  # type: ignore[list-item]
+    result, srv, _, mode = run_team(tmp_path, RolePolicy(v, [two], [act(v, "complete", evidence=EVIDENCE)]), variant=v)
+    assert result.outcome == "answered" and "".join(check_requests(srv, v)) == "PE"
+    turns = turns_of(result)
+    assert turns[1]["tool_call"]["arguments"]["instructions"] == "First."
+    assert turns[1]["extra_calls"][0]["result"]["error"]["type"] == "too_many_tool_calls"
+    assert "INSTRUCTIONS FROM THE PLANNER:\nFirst." in srv.requests[1].messages[1]["content"][0]["text"]
+    assert "REFUSED too_many_tool_calls: only one update_execution_plan call per answer is used" in log_text(result)
+    assert mode.state.execution_instructions == "First." and mode.stats["bad_outputs"] == 1  # type: ignore[union-attr]
+
+
 def test_archive_of_turns_that_do_not_exist_falls_back_to_automatic_archiving(tmp_path: Path) -> None:
     v = V003
     planner = [plan(v), Reply(tool_calls=[archive(v, [40, 41]), (v.tool_name("plan"), {"instructions": "go", "reasoning": "r"})])]

@@ -23,7 +23,8 @@ planner: no tool call          instructions exist: keep them, back to execution;
                                ask again with a note, stop as ``no_plan`` after
                                ``team.planner_attempts`` answers
 planner: unknown tool / bad    call refused (logged, noted to the planner); the rest of the
-arguments                      answer is used
+arguments / two plan calls     answer is used (a second plan or archive call is refused as
+                               ``too_many_tool_calls``); no valid plan call: as with none
 archive: turns that do not     those turns ignored, the others archived; nothing archivable:
 exist, too few, bad arguments  refused; still at the threshold: the oldest turns are
                                archived automatically, down to below the threshold (at
@@ -398,9 +399,15 @@ class TeamMode:
             else:
                 team_record["no_plan"] = state.planner_failures
                 plan_tool = v.tool_name("plan")
+                attempted = any(call.name == plan_tool for call, _ in refused)
+                what = (
+                    f"had no valid {plan_tool} call (refused, see above)"
+                    if attempted
+                    else f"did not call {plan_tool}"
+                )
                 state.note(
                     "planner",
-                    f"Your previous answer did not call {plan_tool}. There is no plan yet: you MUST call "
+                    f"Your previous answer {what}. There is no plan yet: you MUST call "
                     f"{plan_tool} with the first instruction for the {v.executor_role}.",
                 )
                 log.warning(
