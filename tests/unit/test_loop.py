@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
+from deskpilot._errors import PlatformError
 from deskpilot.agent import (
     Scenario,
     iter_turns,
@@ -295,3 +296,43 @@ def test_signal_during_setup_still_writes_the_record(tmp_path: Path) -> None:
     assert result.outcome == "interrupted" and "before the first request" in (result.error or "")
     assert load_summary(result.run_dir)["outcome"] == "interrupted"
     assert desk.events[-1]["action"] == "release_all"
+
+
+class _ClosingHands(SimulatedDesktop):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+        self._event(action="close")
+
+
+def _input_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("deskpilot-input")]
+
+
+@pytest.mark.parametrize("error", [PlatformError("the display went away", call="grab"), RuntimeError("a bug")])
+def test_a_failing_first_grab_still_releases_and_closes_the_hands(tmp_path: Path, error: Exception) -> None:
+    """Setup made the hands and the input thread, then the first grab failed: no ToolContext
+    owns them yet, and they are released, closed and shut down all the same."""
+    hands = _ClosingHands()
+
+    class BrokenScreen(SimulatedDesktop):
+        def grab(self) -> Any:
+            raise error
+
+    screen = BrokenScreen()
+    before = set(_input_threads())
+    cfg = load_config(flags={"run.runs_dir": str(tmp_path), "model.endpoint": "http://127.0.0.1:9/v1"},
+                      env={}, search_default=False)
+    if isinstance(error, PlatformError):
+        result = run_agent(cfg, "x", screen_factory=lambda: screen, hands_factory=lambda: hands)
+        assert result.outcome == "error" and "the display went away" in (result.error or "")
+        assert load_summary(result.run_dir)["outcome"] == "error"
+    else:
+        with pytest.raises(RuntimeError, match="a bug"):
+            run_agent(cfg, "x", screen_factory=lambda: screen, hands_factory=lambda: hands)
+    assert [e["action"] for e in hands.events] == ["release_all", "close"]
+    assert hands.closed == 1
+    assert set(_input_threads()) - before == set()  # the input thread was shut down

@@ -222,7 +222,8 @@ def test_max_seconds_ends_the_run_as_max_time(tmp_path: Path) -> None:
 
 
 def test_the_hard_cap_bounds_a_run_without_max_seconds(tmp_path: Path) -> None:
-    """agent.max_seconds = 0 sets no loop timer: the kill switch's budget is what stops it."""
+    """agent.max_seconds = 0: the hard cap stops it (the loop's timer or the kill switch's
+    budget watcher, whichever fires first; the record is the same)."""
     policy = ScriptedPolicy([Reply(content="late", delay=30)])
     started = time.monotonic()
     result, _, _ = run(tmp_path, policy, flags={"safety.hard_cap_seconds": 1.0})
@@ -230,6 +231,28 @@ def test_the_hard_cap_bounds_a_run_without_max_seconds(tmp_path: Path) -> None:
     assert result.outcome == "max_time"
     safety = load_summary(result.run_dir)["safety"]
     assert safety["tripped"]["source"] == "max_seconds" and safety["budget"]["max_seconds"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        {"safety.kill_switch": False},  # --no-kill-switch: no budget watcher at all
+        {"safety.enabled": False},  # --no-safety: no guard at all
+        {"safety.kill_switch": False, "agent.max_seconds": 0.5},
+    ],
+    ids=["no-kill-switch", "no-safety", "no-kill-switch-max-seconds"],
+)
+def test_wall_time_is_bounded_without_the_kill_switch(tmp_path: Path, flags: dict[str, Any]) -> None:
+    """The loop arms its own timer (max_seconds, else the hard cap) whatever the kill
+    switch does: a model that never answers cannot keep the run going."""
+    policy = ScriptedPolicy([Reply(content="late", delay=30)])
+    started = time.monotonic()
+    result, _, desk = run(tmp_path, policy, flags={"safety.hard_cap_seconds": 1.0, **flags})
+    assert time.monotonic() - started < 10  # the 30 s answer is not awaited
+    assert result.outcome == "max_time" and result.error is None
+    assert desk.events[-1]["action"] == "release_all"
+    assert validate_run_dir(result.run_dir) == []
+    assert load_summary(result.run_dir)["outcome"] == "max_time"
 
 
 # ---------------------------------------------------------------------- wiring

@@ -656,6 +656,10 @@ async def run_agent_async(
     client: ChatClient | None = None
     screen: Screen | None = None
     ctx: ToolContext | None = None
+    # The input thread and the hands before ``ctx`` owns them: a setup step that fails
+    # in between (the first grab) must still release and close them.
+    input_thread: concurrent.futures.ThreadPoolExecutor | None = None
+    early_hands: Hands | None = None
     session: Session | None = None
     outcome, answer, error = "error", "", None
     interrupted: list[str] = []
@@ -674,6 +678,14 @@ async def run_agent_async(
             ctx.stop.set()
         if mode_task is not None and not mode_task.done():
             mode_task.cancel()
+
+    def time_up() -> None:
+        # Whichever bound fires first, the loop's timer or the kill switch's budget
+        # watcher, the record says the same: tripped by max_seconds, outcome max_time.
+        switch = guard.killswitch if guard is not None else None
+        if switch is not None:
+            switch.trip(f"reached the time limit ({_wall_time_limit(config):g} s)", "max_seconds")
+        stop("max_time")
 
     try:
         # Handlers first: Ctrl+C during setup must still end in a written record.
@@ -741,7 +753,7 @@ async def run_agent_async(
             def hands_factory() -> Hands:
                 return InputController(backend)
 
-        hands = await loop.run_in_executor(input_thread, hands_factory)
+        hands = early_hands = await loop.run_in_executor(input_thread, hands_factory)
         first = await capture.call(screen.grab)  # the mapping tools start with
         ctx = ToolContext(
             hands=hands,
@@ -791,8 +803,10 @@ async def run_agent_async(
                 "safety": describe_guard(guard),
             }
         )
-        if config.agent.max_seconds > 0:
-            timer_handle = loop.call_later(config.agent.max_seconds, stop, "max_time")
+        # Wall time is always bounded, by the loop itself: agent.max_seconds, else the
+        # safety hard cap, with or without the kill switch (whose budget watcher stops
+        # the run too when it runs) and with --no-safety.
+        timer_handle = loop.call_later(_wall_time_limit(config), time_up)
         if interrupted:  # a signal arrived during setup
             raise _SetupInterrupted
         mode_task = asyncio.ensure_future(mode.run(session))
@@ -831,7 +845,8 @@ async def run_agent_async(
         if guard is not None:
             extra["safety"] = _safety_record(guard, session)
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
-        await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
+        await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
+                       orphan=(input_thread, early_hands))
         _restore(replaced)
         raise
     except BaseException:  # cancelled from outside: no record to write, but disarm and release
@@ -841,7 +856,8 @@ async def run_agent_async(
     if guard is not None:
         extra["safety"] = _safety_record(guard, session)
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
-    await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard)
+    await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
+                   orphan=(input_thread, early_hands))
     _restore(replaced)
     if config.run.lmstudio_logs != "off":
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
@@ -931,6 +947,14 @@ def _stop_threadsafe(loop: asyncio.AbstractEventLoop, stop: Callable[[str], None
     reason = "max_time" if trip.source == "max_seconds" else f"kill switch ({trip.source}): {trip.reason}"
     with contextlib.suppress(RuntimeError):  # the loop has closed: the run is over anyway
         loop.call_soon_threadsafe(stop, reason)
+
+
+def _wall_time_limit(config: AgentConfig) -> float:
+    """Seconds the loop's own timer allows the run: ``agent.max_seconds``, or the
+    ``[safety] hard_cap_seconds`` when that is 0 (read even with the safety layer off)."""
+    if config.agent.max_seconds > 0:
+        return float(config.agent.max_seconds)
+    return float(config.section(SafetySettings).hard_cap_seconds)
 
 
 def _redact_options(config: AgentConfig) -> RedactOptions | None:
@@ -1026,12 +1050,17 @@ async def _cleanup(
     loop: asyncio.AbstractEventLoop,
     timer_handle: asyncio.TimerHandle | None,
     guard: SafetyGuard | None = None,
+    *,
+    orphan: tuple[concurrent.futures.ThreadPoolExecutor | None, Hands | None] = (None, None),
 ) -> None:
-    """Release held input first (it matters most), then close everything else."""
+    """Release held input first (it matters most), then close everything else.
+
+    ``orphan``: the input thread and the hands made before setup failed, when no
+    ``ctx`` took them over (ignored when ``ctx`` exists: it owns them)."""
     if timer_handle is not None:
         timer_handle.cancel()
     try:
-        await _release_and_close(ctx, screen, capture, client, exchange, runlog, installed, loop)
+        await _release_and_close(ctx, screen, capture, client, exchange, runlog, installed, loop, orphan)
     finally:
         if guard is not None:
             # Disarm the kill switch (ungrab the hotkey, stop the watcher) and close the
@@ -1048,20 +1077,18 @@ async def _release_and_close(
     runlog: RunLog,
     installed: list[signal.Signals],
     loop: asyncio.AbstractEventLoop,
+    orphan: tuple[concurrent.futures.ThreadPoolExecutor | None, Hands | None] = (None, None),
 ) -> None:
     if ctx is not None:
         ctx.stop.set()
-        hands = ctx.hands
-        executor = ctx._executor
-        if executor is not None:
-            # Failures here must not stop the record from being written.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(loop.run_in_executor(executor, hands.release_all), 2.0)
-            closer = getattr(hands, "close", None)
-            if callable(closer):
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(loop.run_in_executor(executor, closer), 2.0)
+        if ctx._executor is not None:
+            await _release_hands(loop, ctx._executor, ctx.hands)
         ctx.close()
+    elif orphan[0] is not None:
+        executor, hands = orphan[0], orphan[1]
+        if hands is not None:
+            await _release_hands(loop, executor, hands)
+        executor.shutdown(wait=True, cancel_futures=True)
     if screen is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(capture.call(screen.close), 2.0)
@@ -1073,6 +1100,19 @@ async def _release_and_close(
     runlog.close()
     for sig in installed:
         loop.remove_signal_handler(sig)
+
+
+async def _release_hands(
+    loop: asyncio.AbstractEventLoop, executor: concurrent.futures.ThreadPoolExecutor, hands: Hands
+) -> None:
+    """Release held keys and buttons, then close the hands, on their input thread."""
+    # Failures here must not stop the record from being written.
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(loop.run_in_executor(executor, hands.release_all), 2.0)
+    closer = getattr(hands, "close", None)
+    if callable(closer):
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(loop.run_in_executor(executor, closer), 2.0)
 
 
 def run_agent(config: AgentConfig, task: str | Scenario, **kwargs: Any) -> RunResult:
