@@ -187,6 +187,14 @@ def log_text(result: Any) -> str:
     return (result.run_dir / "execution_log.txt").read_text(encoding="utf-8")
 
 
+def log_turn(result: Any, number: int) -> str:
+    """The execution log's section of one turn (its header up to the next section)."""
+    text = log_text(result)
+    start = text.index(f"==== TURN {number} - ")
+    ends = [i for i in (text.find("==== TURN ", start + 1), text.find("==== DEBRIEF ====", start)) if i >= 0]
+    return text[start : min(ends)]
+
+
 # ---------------------------------------------------------------------- every switch and tool
 
 
@@ -342,6 +350,15 @@ def test_executor_without_a_tool_or_with_several(tmp_path: Path) -> None:
     assert "only the first (click_screen_element) ran" in srv.requests[3].messages[1]["content"][0]["text"]
     records = mode.state.memory.history  # type: ignore[union-attr]
     assert [(r.tool, r.ok) for r in records] == [("(no tool call)", False), ("click_screen_element", True), ("report_mission_complete", True)]
+    # The execution log records both, each turn ending with its STATE UPDATE.
+    no_tool, several = log_turn(result, 2), log_turn(result, 3)
+    assert "WARNING: the executor answered without a tool call" in no_tool
+    assert "TOOL <none>: args null -> ERROR no_tool_call: the answer had no tool call" in no_tool
+    assert 'STATE UPDATE: {"turn":2,"mode":"EXECUTION","active_history":1,' in no_tool
+    assert ('TOOL press_keyboard_key: args {"key":"enter"} -> REFUSED too_many_tool_calls: only ONE tool call '
+            "per turn is allowed; press_keyboard_key was not run (2 calls were sent, the first one ran)") in several
+    assert "TOOL click_screen_element: args " in several and "-> Clicked: target (screen changed)" in several
+    assert 'STATE UPDATE: {"turn":3,"mode":"EXECUTION","active_history":2,' in several
 
 
 @pytest.mark.parametrize(
@@ -547,6 +564,10 @@ def test_repeated_action_is_a_loop_the_planner_reviews(tmp_path: Path) -> None:
     assert "is looping" in srv.requests[4].messages[1]["content"]
     assert "recovery" not in turns[4]["team"]  # recovery is off by default
     assert not [e for e in desk.events if e["action"] == "key"]
+    looped = log_turn(result, 4)
+    assert "WARNING: LOOP DETECTED: 3 identical actions without visible effect (scroll_down" in looped
+    assert '"needs_review":true' in looped and "LOOP RECOVERY" not in log_text(result)
+    assert "MODE SWITCH: EXECUTION -> PLANNING (the executor repeated the same action without visible effect)" in log_turn(result, 5)
 
 
 def test_loop_recovery_runs_the_seed_sequence_with_a_cooldown(tmp_path: Path) -> None:

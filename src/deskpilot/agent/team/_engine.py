@@ -599,6 +599,12 @@ class TeamMode:
             session, state, turn, log, detector, action_signature(call, parsed), changed
         )
         await session.pause(turn, p.turn_delay)
+        self._executor_state(log, state)
+        return None
+
+    @staticmethod
+    def _executor_state(log: ExecutionLog, state: TeamState) -> None:
+        """The STATE UPDATE section that ends every executor turn."""
         log.state(
             turn=state.turn,
             mode=state.mode_name,
@@ -606,7 +612,6 @@ class TeamMode:
             archives=len(state.memory.all_snapshots),
             needs_review=state.needs_review,
         )
-        return None
 
     async def _no_tool_call(
         self,
@@ -645,6 +650,7 @@ class TeamMode:
             session, state, turn, log, detector, action_signature(None, None), False
         )
         await session.pause(turn, self.params.turn_delay)
+        self._executor_state(log, state)
 
     async def _check_loop(
         self,
