@@ -129,6 +129,25 @@ def test_think_blocks_are_ignored() -> None:
 
 @pytest.mark.parametrize(
     "text",
+    [
+        '{"observation": "<think>", "actions": [{"name": "move"}]}',
+        '{"observation": "<think>", "actions": [{"name": "move"}],}',
+        'ok\n```json\n{"observation": "a </think> b", "actions": [{"name": "move"}]}\n```',
+        'I will do it: {"observation": "<think>", "actions": [{"name": "move"}]} done.',
+    ],
+)
+def test_think_tags_inside_the_reply_strings_do_not_cut_it(text: str) -> None:
+    out = parse_vlm_output(text)
+    assert out.source in ("json", "fenced", "block") and "think>" in out.observation
+    # The action list was read (its one item refused for a reason of its own).
+    assert [(r.kind, r.index) for r in out.rejected] == [("action", 0)]
+    # A reply that only appears inside the reasoning is still not the answer.
+    cut = parse_vlm_output('<think>maybe {"observation": "wrong", "actions": []}')
+    assert cut.source == "text" and cut.actions == ()
+
+
+@pytest.mark.parametrize(
+    "text",
     ["I clicked the button.", "[1, 2, 3]", '{"unclosed": ', "", "   ", "{{{{", '"just a string"'],
 )
 def test_garbage_becomes_the_observation_with_no_actions(text: str) -> None:

@@ -558,6 +558,15 @@ def parse_vlm_output(
     cleaned = strip_think(text)
     rejected: list[Rejection] = []
     located = _locate(cleaned)
+    if cleaned != text.strip() and (located is None or not _is_reply(located[0])):
+        # A think tag inside the reply's own strings ({"observation": "... <think> ..."})
+        # made the stripping cut the JSON: use the reply as written, unless it only
+        # appears after a think tag (then it is part of the reasoning).
+        unstripped = _locate(text)
+        if unstripped is not None and _is_reply(unstripped[0]):
+            at = text.find(unstripped[2])
+            if at >= 0 and "think>" not in text[:at]:
+                located = unstripped
     if located is None:
         observation = cleaned[:max_observation_chars]
         if cleaned:
