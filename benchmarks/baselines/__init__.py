@@ -1,0 +1,1 @@
+"""Baselines the imaging benchmarks compare deskpilot with, reimplemented faithfully."""
