@@ -20,8 +20,10 @@ from test_imaging_support import (
     U8,
     backend,
     backend_modules,
+    corpus_frames,
     coverage_matrix,
     exact_area_average,
+    load_bgra,
     native_module,
     random_image,
     ui_like_image,
@@ -264,6 +266,20 @@ def test_downscale_grey_2d_and_identity(backend: str) -> None:
     expected = exact_area_average(grey[:, :, None], 15, 10)[:, :, 0]
     assert np.abs(small - expected).max() <= 1.0
     assert np.array_equal(imaging.downscale(grey, (30, 20)), grey)
+
+
+@pytest.mark.parametrize("size", [(1536, 864), (1919, 1079), (641, 357), (2000, 1100)])
+def test_full_frame_matches_exact_average(backend: str, size: tuple[int, int]) -> None:
+    # a real screenshot when the corpus is there, else UI-like pixels; odd sizes exercise
+    # the SIMD kernels' tails, 2000x1100 enlarges
+    frames = corpus_frames()
+    if frames:
+        frame = load_bgra(frames[0])
+    else:
+        frame = ui_like_image(np.random.default_rng(11), 1080, 1920, 4)
+    rgb = imaging.prepare(frame, size=size)
+    expected = exact_area_average(frame[:, :, [2, 1, 0]], *size)
+    assert np.abs(rgb.astype(np.float64) - expected).max() <= 1.0
 
 
 def test_flat_image_stays_exactly_flat(backend: str) -> None:
