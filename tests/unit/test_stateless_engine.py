@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -379,6 +380,41 @@ def test_annotate_timeout_zero_waits_for_the_browser_until_stopped(tmp_path: Pat
     assert server.requests == [] and desk.target_clicks
     assert not list(result.run_dir.glob("turn_0001_annotated.png"))
     assert validate_run_dir(result.run_dir) == []
+
+
+@pytest.mark.parametrize(
+    ("level", "debug_line", "info_line"),
+    [("DEBUG", True, True), ("info", False, True), ("Warning", False, False)],
+)
+def test_log_level_sets_main_log_level(
+    tmp_path: Path, level: str, debug_line: bool, info_line: bool
+) -> None:
+    before = logging.getLogger("deskpilot").level
+    result, _, _ = run(
+        tmp_path,
+        [reply("done", {"name": "done"})],
+        boot_vlm_output=reply("go", click(*TARGET)),
+        log_level=level,
+    )
+    assert result.outcome == "answered", result.error
+    text = (result.run_dir / "main.log").read_text(encoding="utf-8")
+    assert ("DEBUG deskpilot.stateless: turn 1: reply parsed from json" in text) is debug_line
+    assert ("INFO deskpilot.stateless: turn 1: 1 action(s)" in text) is info_line
+    # The level only applies for the run: the deskpilot logger is restored after it.
+    assert logging.getLogger("deskpilot").level == before
+
+
+def test_log_level_from_env_and_toml(tmp_path: Path) -> None:
+    cfg = load_config(flags={}, env={"LOG_LEVEL": "debug"}, search_default=False)
+    assert cfg.section(StatelessSettings).log_level == "DEBUG"
+    assert cfg.section(StatelessSettings).log_level_number == 10
+    toml = tmp_path / "deskpilot.toml"
+    toml.write_text('[stateless]\nlog_level = "error"\n', encoding="utf-8")
+    cfg = load_config(env={}, path=toml)
+    assert cfg.section(StatelessSettings).log_level == "ERROR"
+    assert load_config(env={}, search_default=False).section(StatelessSettings).log_level == "INFO"
+    with pytest.raises(ValueError, match="log_level"):
+        load_config(env={"LOG_LEVEL": "chatty"}, search_default=False)
 
 
 def test_wait_for_injection_then_timeout_is_an_error(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ runs folder is ``[run] runs_dir``::
     capture_scale_percent = 80
     physical_execution = false               # run the loop, touch nothing
     annotate = "browser"                     # the seed's panel draws the overlays
+    log_level = "DEBUG"                      # main.log's level (LOG_LEVEL)
     [stateless.ui.executed_heat]
     trail_turns = 4
     stops = [[0, "rgba(255,106,0,0.6)"], [1, "rgba(255,170,0,0)"]]
@@ -37,6 +38,7 @@ The panel drives the desktop, so it stays on loopback unless told otherwise, and
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +50,22 @@ from deskpilot.agent._config import setting
 from deskpilot.geometry import NORM_MAX
 from deskpilot.imaging._overlay import OverlayStyle
 
-__all__ = ["DEFAULT_BOOT_OUTPUT", "MIN_ANNOTATE_TIMEOUT", "StatelessSettings", "output_size"]
+__all__ = [
+    "DEFAULT_BOOT_OUTPUT",
+    "LOG_LEVELS",
+    "MIN_ANNOTATE_TIMEOUT",
+    "StatelessSettings",
+    "output_size",
+]
+
+#: ``log_level`` names (case-insensitive; WARN and FATAL are accepted as aliases).
+LOG_LEVELS = {
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARNING": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "CRITICAL": logging.CRITICAL,
+}
 
 #: The shortest positive ``annotate_timeout`` (a browser needs that long to draw and post).
 MIN_ANNOTATE_TIMEOUT = 0.1
@@ -191,7 +208,7 @@ class StatelessSettings:
         env="STATELESS_FEEDBACK",
         help="tell the model which actions ran and which were refused",
     )
-    # -- logging (seed: LOG_LAYOUT, LOG_TO_FILE) --
+    # -- logging (seed: LOG_LAYOUT, LOG_TO_FILE, LOG_LEVEL) --
     log_layout: str = setting(
         "flat",
         env="LOG_LAYOUT",
@@ -199,9 +216,15 @@ class StatelessSettings:
         help="turn_NNNN_raw/annotated.png files, or turn_NNNN/ folders",
     )
     log_to_file: bool = setting(True, env="LOG_TO_FILE", help="main.log in the run directory")
+    log_level: str = setting(
+        "INFO",
+        env=("STATELESS_LOG_LEVEL", "LOG_LEVEL"),
+        help="main.log's level (seed: LOG_LEVEL): DEBUG, INFO, WARNING, ERROR or CRITICAL",
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "capture_crop", _parse_crop(self.capture_crop))
+        object.__setattr__(self, "log_level", _parse_log_level(self.log_level))
         ui = _parse_ui(self.ui)
         object.__setattr__(self, "ui", ui)
         OverlayStyle.from_ui_config(ui or {})  # validate now, where the error names the setting
@@ -233,6 +256,11 @@ class StatelessSettings:
                 "stateless.capture_width and capture_height must be set together (or both 0)",
                 where="stateless.capture_width",
             )
+
+    @property
+    def log_level_number(self) -> int:
+        """``log_level`` as the :mod:`logging` number (``"DEBUG"`` -> 10)."""
+        return LOG_LEVELS[self.log_level]
 
     @property
     def overlay_style(self) -> OverlayStyle:
@@ -304,6 +332,18 @@ def _parse_crop(value: Any) -> tuple[int, int, int, int]:
     if right - left < 1 or bottom - top < 1:
         raise ConfigError(f"{where}: the working area {list(value)!r} is empty", where=where)
     return (left, top, right, bottom)
+
+
+def _parse_log_level(value: Any) -> str:
+    name = str(value).strip().upper()
+    name = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(name, name)
+    if name not in LOG_LEVELS:
+        raise ConfigError(
+            f"stateless.log_level: {value!r} is not one of {', '.join(LOG_LEVELS)}",
+            where="stateless.log_level",
+            choices=list(LOG_LEVELS),
+        )
+    return name
 
 
 def _parse_ui(value: Any) -> dict[str, Any] | None:

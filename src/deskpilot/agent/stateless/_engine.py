@@ -302,6 +302,14 @@ class StatelessEngine:
             **out.as_record(),
             "text": text if len(text) <= 20000 else text[:20000],
         }
+        log.debug(
+            "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
+            number,
+            out.source,
+            len(out.actions),
+            len(out.bboxes),
+            len(out.rejected),
+        )
         boxes = tuple(b.mark() for b in out.bboxes)
 
         self.state.set_phase("executing")
@@ -797,12 +805,13 @@ class StatelessEngine:
             return
         handler = logging.FileHandler(self.session.runlog.path / "main.log", encoding="utf-8")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        handler.setLevel(logging.INFO)
+        level = self.settings.log_level_number  # seed: LOG_LEVEL
+        handler.setLevel(level)
         root = logging.getLogger("deskpilot")
         self._log_level = root.level
         root.addHandler(handler)
-        if root.level == logging.NOTSET or root.level > logging.INFO:
-            root.setLevel(logging.INFO)
+        if root.level == logging.NOTSET or root.level > level:
+            root.setLevel(level)
         self._log_handler = handler
 
     def _stop_log_file(self) -> None:
