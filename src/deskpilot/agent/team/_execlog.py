@@ -5,17 +5,20 @@ Sections, as the seeds list them::
 
     ==== EXECUTION LOG START 2025-01-31 14:02:11 ====
     [14:02:11.020] ==== INITIALIZATION ====
-    [14:02:11.021] TURN 1 - PLANNING ...
+    [14:02:11.021] ==== TURN 1 - PLANNING ====
     [14:02:11.022] MODE SWITCH: EXECUTION -> PLANNING (scheduled review)
-    [14:02:11.030] API REQUEST #1 (planner): {...}        images as sha256 + length
-    [14:02:11.931] API RESPONSE #1 (planner): {...}
+    [14:02:11.030] API REQUEST #2 (executor): {...}       image by length + screenshot name
+    [14:02:11.931] API RESPONSE #2 (executor): {...}
     [14:02:11.932] TOOL click_screen_element: args {...} -> result
     [14:02:11.933] STATE UPDATE: {"turn": 3, "active_history": 2, ...}
     [14:02:11.934] SCREENSHOT: screen_0003.png
     [14:02:20.000] ==== MISSION COMPLETE ==== / ==== DEBRIEF ====
 
-Images never reach this file: requests are logged from the history's snapshot, where
-every data URL is already ``data:image/png;base64,<sha256:... len:N>``.
+Images never reach this file: the engine logs each request with every image data URL
+replaced by its length and the screenshot it came from,
+``data:image/png;base64,<N base64 chars: screen_0003.png>`` (see
+``TeamMode._request_for_log``), and the system prompts by length (they are logged in
+full once, at initialization).
 """
 
 from __future__ import annotations
