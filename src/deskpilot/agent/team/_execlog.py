@@ -51,7 +51,9 @@ class ExecutionLog:
     Writes after :meth:`close` are ignored (cleanup paths may log late), never raised.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None
+    ) -> None:
         self.path = Path(path)
         #: Applied to every line before it is written (the safety layer's secret
         #: redaction: typed text and the model's replies appear here verbatim otherwise).
