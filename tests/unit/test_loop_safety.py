@@ -333,3 +333,92 @@ def test_stateless_actions_are_checked_by_the_runs_policy(tmp_path: Path) -> Non
     assert safety["budget"]["steps"] == result.steps >= 1  # counted for stateless requests too
     for name in ("turns.jsonl", "summary.json", "exchange.jsonl"):
         assert SECRET not in (result.run_dir / name).read_text(encoding="utf-8"), name
+
+
+# ---------------------------------------------------------------------- confirm mode and stops
+
+
+class _PendingPrompt:
+    """Stands in for the terminal prompt: nobody answers for a long time (then "yes")."""
+
+    def __init__(self, wait: float = 15.0) -> None:
+        self.wait = wait
+        self.asked = threading.Event()
+        self.aborts: list[threading.Event | None] = []
+        self.returned: list[float] = []
+
+    def __call__(self, question: str, *, timeout: float = 60.0, abort: threading.Event | None = None,
+                 **_: Any) -> str:
+        self.aborts.append(abort)
+        self.asked.set()
+        deadline = time.monotonic() + self.wait
+        while time.monotonic() < deadline and not (abort is not None and abort.is_set()):
+            time.sleep(0.01)
+        self.returned.append(time.monotonic())
+        return "yes"
+
+
+@pytest.mark.parametrize("stop_by", ["max_time", "kill_switch", "sigint"])
+def test_a_stop_during_a_confirm_question_ends_the_run_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_by: str
+) -> None:
+    """The question waits off the event loop: the time limit, the kill switch and Ctrl+C
+    end the run while it is pending, the action is denied and the question withdrawn."""
+    import os
+    import signal
+
+    import deskpilot.safety._confirm as confirm
+
+    prompt = _PendingPrompt()
+    monkeypatch.setattr(confirm, "terminal_prompt", prompt)
+    flags: dict[str, Any] = {"policy.mode": "confirm", "policy.confirm_keys": "ctrl+s"}
+    if stop_by == "max_time":
+        flags["agent.max_seconds"] = 1.0
+    stopped: list[float] = []
+
+    def stopper() -> None:
+        assert prompt.asked.wait(20)
+        stopped.append(time.monotonic())
+        if stop_by == "kill_switch":
+            guard = SESSIONS[-1].guard
+            assert guard is not None and guard.killswitch is not None
+            guard.killswitch.trip("the user pressed the hotkey", source="hotkey")
+        elif stop_by == "sigint":
+            os.kill(os.getpid(), signal.SIGINT)
+
+    watcher = threading.Thread(target=stopper, daemon=True)
+    watcher.start()
+    desk = SimulatedDesktop()
+    policy = ScriptedPolicy([Reply(tool_calls=[("press_key", {"key": "ctrl+s"})]), "Done."])
+    started = time.monotonic()
+    with ModelServer(policy) as srv:
+        cfg = load_config(
+            flags={"model.endpoint": srv.endpoint, "run.runs_dir": str(tmp_path / "runs"),
+                   "agent.mode": "single-watched", **flags},
+            env={}, search_default=False,
+        )
+        result = run_agent(cfg, "save it", screen_factory=lambda: desk, hands_factory=lambda: desk,
+                           handle_signals=stop_by == "sigint")
+    ended = time.monotonic()
+    watcher.join(5)
+    assert stopped, "the confirm question was never asked"
+    assert ended - stopped[0] < 5 and ended - started < 10  # not the prompt's 15 s
+    if stop_by == "max_time":
+        assert result.outcome == "max_time"
+    else:
+        assert result.outcome == "interrupted"
+        assert ("hotkey" if stop_by == "kill_switch" else "SIGINT") in (result.error or "")
+    # Denied: the key never reached the desktop; the question was withdrawn at once.
+    assert not [e for e in desk.events if e["action"] == "key"]
+    assert desk.events[-1]["action"] == "release_all"
+    assert prompt.aborts and prompt.aborts[0] is not None and prompt.aborts[0].is_set()
+    deadline = time.monotonic() + 2
+    while not prompt.returned and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert prompt.returned and prompt.returned[0] - stopped[0] < 2
+    assert validate_run_dir(result.run_dir) == []
+    safety = load_summary(result.run_dir)["safety"]
+    assert safety["decisions"]["denied"] == 1 and safety["decisions"]["confirmed"] == 0
+    (denied,) = safety["denied"]
+    assert denied["rule"].startswith("keys.confirm") or "ctrl+s" in denied["rule"]
+    assert "the run stopped before anyone confirmed" in denied["reason"]

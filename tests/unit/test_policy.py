@@ -348,6 +348,57 @@ def test_terminal_prompt_times_out() -> None:
         os.close(write_fd)
 
 
+def test_terminal_prompt_gives_up_soon_after_an_abort() -> None:
+    """A question withdrawn from another thread (the run is stopping) ends within the
+    abort poll, long before its timeout: the policy denies."""
+    import os
+    import threading
+    import time
+
+    from deskpilot.safety._confirm import ConfirmationAborted
+
+    read_fd, write_fd = os.pipe()
+    try:
+        with os.fdopen(read_fd) as pipe:
+            class Tty:
+                closed = False
+
+                def isatty(self) -> bool:
+                    return True
+
+                def fileno(self) -> int:
+                    return pipe.fileno()
+
+                def readline(self) -> str:
+                    return pipe.readline()
+
+            abort = threading.Event()
+            threading.Timer(0.1, abort.set).start()
+            started = time.monotonic()
+            with pytest.raises(ConfirmationAborted):
+                terminal_prompt("Proceed?", stdin=Tty(), stderr=io.StringIO(), timeout=30, abort=abort)  # type: ignore[arg-type]
+            assert time.monotonic() - started < 2
+    finally:
+        os.close(write_fd)
+
+
+def test_triage_hands_back_the_question_instead_of_asking() -> None:
+    from deskpilot.safety._policy import PendingConfirmation
+
+    prompt = Recorder("y")
+    policy = Policy.from_config({"confirm_keys": ["ctrl+s"]}, prompt=prompt)
+    assert policy.triage(keys("ctrl+c")).allowed  # nothing to ask: a decision
+    assert not policy.triage(keys("win+r")).allowed  # type: ignore[union-attr]
+    pending = policy.triage(keys("ctrl+s"))
+    assert isinstance(pending, PendingConfirmation) and prompt.questions == []
+    assert pending.rule == "keys.confirm:ctrl+s"
+    withdrawn = pending.abort()
+    assert not withdrawn.allowed and "the run stopped before anyone confirmed" in withdrawn.reason
+    assert not pending.ask().allowed and prompt.questions == []  # aborted: never asked
+    fresh = policy.triage(keys("ctrl+s"))
+    assert isinstance(fresh, PendingConfirmation) and fresh.ask().allowed and len(prompt.questions) == 1
+
+
 # ------------------------------------------------------------------- payloads and errors
 
 

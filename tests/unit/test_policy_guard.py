@@ -118,6 +118,86 @@ def test_check_action_raises_policy_denied_with_the_payload() -> None:
     json.dumps(record)
 
 
+def _confirming_guard(answer: str = "yes") -> tuple[SafetyGuard, Any, Any]:
+    import threading
+
+    from deskpilot.safety import KillSwitch, Policy
+
+    asked, release = threading.Event(), threading.Event()
+
+    def prompt(question: str) -> str:
+        asked.set()
+        release.wait(10)
+        return answer
+
+    g = SafetyGuard(Policy.from_config({"confirm_keys": ["ctrl+s"]}, prompt=prompt), killswitch=KillSwitch())
+    return g, asked, release
+
+
+def test_a_confirm_question_waits_off_the_event_loop() -> None:
+    import asyncio
+
+    g, asked, release = _confirming_guard("yes")
+    ticks = []
+
+    async def main() -> None:
+        check = asyncio.ensure_future(g.check_action_async({"kind": "key", "key": "ctrl+s"}))
+        while not asked.is_set():
+            await asyncio.sleep(0.005)
+        for _ in range(5):  # the loop runs on while nobody has answered
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+        assert not check.done()
+        release.set()
+        await asyncio.wait_for(check, 5)
+
+    asyncio.run(main())
+    assert len(ticks) == 5
+    assert g.counts["confirmed"] == 1 and g.counts["allowed"] == 1
+
+
+def test_a_cancelled_confirm_question_is_withdrawn_and_denied() -> None:
+    import asyncio
+
+    g, asked, release = _confirming_guard("yes")
+
+    async def main() -> None:
+        check = asyncio.ensure_future(g.check_action_async({"kind": "key", "key": "ctrl+s"}))
+        while not asked.is_set():
+            await asyncio.sleep(0.005)
+        check.cancel()  # the loop's stop cancels the mode
+        with pytest.raises(asyncio.CancelledError):
+            await check
+
+    started = time.monotonic()
+    asyncio.run(main())
+    assert time.monotonic() - started < 5
+    release.set()
+    assert g.counts == {"checked": 1, "allowed": 0, "denied": 1, "confirmed": 0, "would_deny": 0}
+    (entry,) = g.record()["denied"]
+    assert entry["rule"] == "keys.confirm:ctrl+s" and "the run stopped before anyone confirmed" in entry["reason"]
+
+
+def test_a_yes_after_the_kill_switch_tripped_does_not_count() -> None:
+    import asyncio
+
+    g, asked, release = _confirming_guard("yes")
+    assert g.killswitch is not None
+
+    async def main() -> None:
+        check = asyncio.ensure_future(g.check_action_async({"kind": "key", "key": "ctrl+s"}))
+        while not asked.is_set():
+            await asyncio.sleep(0.005)
+        assert g.killswitch is not None
+        g.killswitch.trip("stop", source="hotkey")
+        release.set()
+        with pytest.raises(PolicyDenied, match="the run is stopping"):
+            await asyncio.wait_for(check, 5)
+
+    asyncio.run(main())
+    assert g.counts["denied"] == 1 and g.counts["confirmed"] == 0
+
+
 def test_the_kill_hotkey_cannot_be_pressed_by_the_model() -> None:
     g = guard({"allow_keys": ("ctrl+alt+q",)})
     with pytest.raises(PolicyDenied, match="kill-switch hotkey"):

@@ -768,7 +768,10 @@ async def run_agent_async(
             # Every tool checks its action here before any input is sent; the guarded
             # hands tell the kill switch where the agent itself puts the pointer and
             # refuse input once it has tripped.
+            # Coroutines check through policy_async: a confirm question waits off the
+            # event loop, so a stop during it still ends the run at once.
             ctx.policy = guard.check_action
+            ctx.policy_async = guard.check_action_async
             ctx.hands = guard.wrap_hands(hands)
         session = Session(
             config=config,

@@ -147,13 +147,26 @@ class ToolContext:
     seed_delays: bool = False
     #: Policy hook (the safety layer's ``SafetyGuard.check_action``, installed by the
     #: loop): raises ActionDeniedError to refuse an action before any input is sent.
+    #: It may ask the user and block (confirm mode): async code uses :meth:`acheck_policy`.
     policy: Callable[[dict[str, Any]], None] | None = None
+    #: The same check for the event loop (``SafetyGuard.check_action_async``): a
+    #: confirm question waits off the loop, so a stop (Ctrl+C, SIGTERM, kill switch,
+    #: time limit) cancels it at once and the action is denied.
+    policy_async: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     #: Characters typed per input call; the stop flag is checked between chunks.
     type_chunk: int = 16
     _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def check_policy(self, action: dict[str, Any]) -> None:
+        """The policy check, blocking while a confirm question waits (sync callers)."""
         if self.policy is not None:
+            self.policy(action)
+
+    async def acheck_policy(self, action: dict[str, Any]) -> None:
+        """The policy check for coroutines: never blocks the event loop."""
+        if self.policy_async is not None:
+            await self.policy_async(action)
+        elif self.policy is not None:
             self.policy(action)
 
     async def run_blocking(self, fn: Callable[[], R]) -> R:
@@ -371,7 +384,7 @@ def _clicker(button: str, count: int, verb: str) -> ToolRun:
         action = {"kind": "click", "x": x, "y": y, "button": button, "count": count, "label": label}
         if hold:
             action["hold"] = hold
-        ctx.check_policy(action)
+        await ctx.acheck_policy(action)
 
         def act() -> None:
             ctx.hands.move(x, y)
@@ -413,7 +426,7 @@ async def _type_text(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     if not isinstance(text, str):
         raise ToolError("invalid_args", f"text must be a string, got {type(text).__name__}")
     action: dict[str, Any] = {"kind": "type", "text": text}
-    ctx.check_policy(action)
+    await ctx.acheck_policy(action)
     size = max(1, ctx.type_chunk)
     typed = [0]
 
@@ -454,7 +467,7 @@ async def _press_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolError("invalid_args", f"key must be a string like 'ctrl+c', got {key!r}")
     names = _combo(key)
     action = {"kind": "key", "key": "+".join(names)}
-    ctx.check_policy(action)
+    await ctx.acheck_policy(action)
 
     def act() -> None:
         ctx.hands.key(key)
@@ -492,7 +505,7 @@ def _scroller(fixed_direction: str | None, default_amount: int) -> ToolRun:
         x, y = _physical(ctx, box)
         sy, sx = _DIRECTIONS[direction]
         action = {"kind": "scroll", "x": x, "y": y, "dy": sy * amount, "dx": sx * amount}
-        ctx.check_policy(action)
+        await ctx.acheck_policy(action)
 
         def act() -> None:
             ctx.hands.move(x, y)
@@ -551,7 +564,7 @@ async def _drag(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     end_box = _box(args, "end")
     start, end = _physical(ctx, start_box), _physical(ctx, end_box)
     action = {"kind": "drag", "start": list(start), "end": list(end), "label": label}
-    ctx.check_policy(action)
+    await ctx.acheck_policy(action)
 
     def act() -> None:
         ctx.hands.drag(start, end)
@@ -588,7 +601,7 @@ async def _hold_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     names = _combo(key)
     seconds = _float_arg(args, "seconds", 0.5, 0.0, 5.0)
     action = {"kind": "hold", "key": "+".join(names), "seconds": seconds}
-    ctx.check_policy(action)
+    await ctx.acheck_policy(action)
 
     def act() -> None:
         with ctx.hands.hold(key):
@@ -668,7 +681,7 @@ async def _move_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     nx, ny = _coordinate(args, "x"), _coordinate(args, "y")
     x, y = ctx.mapping.norm_to_physical(nx, ny)
     action = {"kind": "move", "x": x, "y": y}
-    ctx.check_policy(action)
+    await ctx.acheck_policy(action)
 
     def act() -> None:
         ctx.hands.move(x, y)
@@ -698,7 +711,7 @@ def move_mouse_tool(name: str = "move_mouse") -> Tool:
 
 
 async def _click_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    ctx.check_policy({"kind": "click", "button": "left", "count": 1, "at": "pointer"})
+    await ctx.acheck_policy({"kind": "click", "button": "left", "count": 1, "at": "pointer"})
     where: list[tuple[int, int]] = []
 
     def act() -> None:
@@ -726,7 +739,7 @@ def click_mouse_tool(name: str = "click_mouse") -> Tool:
 
 
 async def _scroll_down(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    ctx.check_policy({"kind": "scroll", "dy": 1, "dx": 0, "at": "pointer"})
+    await ctx.acheck_policy({"kind": "scroll", "dy": 1, "dx": 0, "at": "pointer"})
     where: list[tuple[int, int]] = []
 
     def act() -> None:

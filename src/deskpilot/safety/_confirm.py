@@ -9,32 +9,58 @@ unanswered question times out (the policy denies too).
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO
 
-from deskpilot.safety._policy import NoTerminalError
+from deskpilot.safety._policy import ConfirmationAborted, NoTerminalError
 
-__all__ = ["NoTerminalError", "terminal_prompt"]
+__all__ = ["ConfirmationAborted", "NoTerminalError", "terminal_prompt"]
 
 _HINT = "Allow? [y]es / [N]o / [a]lways this run: "
+#: How often a waiting prompt looks at its abort flag.
+_ABORT_POLL = 0.05
 
 
-def _read_line_posix(stream: IO[str], timeout: float) -> str:
+def _check_abort(abort: threading.Event | None, stderr: IO[str] | None = None) -> None:
+    if abort is not None and abort.is_set():
+        if stderr is not None:
+            stderr.write("\n(the run is stopping: not allowed)\n")
+            stderr.flush()
+        raise ConfirmationAborted("the run stopped before anyone answered", rule="confirm.aborted")
+
+
+def _read_line_posix(
+    stream: IO[str],
+    timeout: float,
+    abort: threading.Event | None = None,
+    stderr: IO[str] | None = None,
+) -> str:
     import select
 
-    ready, _, _ = select.select([stream], [], [], timeout)
-    if not ready:
-        raise TimeoutError("no answer")
-    return stream.readline()
+    deadline = time.monotonic() + timeout
+    while True:
+        _check_abort(abort, stderr)
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("no answer")
+        ready, _, _ = select.select(
+            [stream], [], [], min(left, _ABORT_POLL) if abort is not None else left
+        )
+        if ready:
+            return stream.readline()
 
 
-def _read_line_windows(timeout: float) -> str:  # pragma: no cover - Windows console only
+def _read_line_windows(
+    timeout: float, abort: threading.Event | None = None
+) -> str:  # pragma: no cover - Windows
     if sys.platform == "win32":
         import msvcrt
 
         deadline = time.monotonic() + timeout
         chars: list[str] = []
         while time.monotonic() < deadline:
+            _check_abort(abort)
             if not msvcrt.kbhit():
                 time.sleep(0.02)
                 continue
@@ -59,11 +85,14 @@ def terminal_prompt(
     timeout: float = 60.0,
     stdin: IO[str] | None = None,
     stderr: IO[str] | None = None,
+    abort: threading.Event | None = None,
 ) -> str:
     """Print ``question`` and read ``y``/``n``/``a``; returns the raw answer.
 
-    Raises :class:`NoTerminalError` when stdin is not a terminal and
-    :class:`TimeoutError` when nobody answers within ``timeout`` seconds.
+    Raises :class:`NoTerminalError` when stdin is not a terminal,
+    :class:`TimeoutError` when nobody answers within ``timeout`` seconds and
+    :class:`ConfirmationAborted` soon after ``abort`` is set (from another thread: the
+    run is stopping and the question is withdrawn).
     """
     stdin = sys.stdin if stdin is None else stdin
     stderr = sys.stderr if stderr is None else stderr
@@ -80,9 +109,9 @@ def terminal_prompt(
     stderr.write(f"\n{question}\n{_HINT}")
     stderr.flush()
     if sys.platform == "win32" and stdin is sys.stdin:
-        line = _read_line_windows(timeout)
+        line = _read_line_windows(timeout, abort)
     else:
-        line = _read_line_posix(stdin, timeout)
+        line = _read_line_posix(stdin, timeout, abort, stderr)
     if not line:  # EOF: the terminal went away
         raise NoTerminalError("the terminal closed before answering", rule="confirm.eof")
     return line.strip()

@@ -8,6 +8,10 @@
   foreground window when a rule needs it, decides, records the decision and raises
   :class:`PolicyDenied` to refuse. The full text of a ``type_text`` is checked before
   it is split into chunks, so a secret cannot slip through in pieces.
+  :meth:`SafetyGuard.check_action_async` (``ToolContext.policy_async``) is the same
+  check for the event loop: a confirm question waits for its answer in a thread of its
+  own, so Ctrl+C, SIGTERM, the kill switch and the time limit still stop the run at
+  once (cancelled, the question is withdrawn and the action denied).
 - :meth:`SafetyGuard.wrap_hands` returns hands that announce every pointer target to the
   kill switch (so the agent's own moves never count as the fail-safe gesture) and
   refuse new input once the switch has tripped.
@@ -18,6 +22,8 @@
 
 from __future__ import annotations
 
+import _thread
+import asyncio
 import contextlib
 import logging
 import threading
@@ -32,6 +38,7 @@ from deskpilot.safety._policy import (
     ActionRequest,
     ConfirmPrompt,
     Decision,
+    PendingConfirmation,
     Policy,
     policy_denied_payload,
 )
@@ -177,19 +184,60 @@ class SafetyGuard:
             return None
 
     def decide(self, action: Mapping[str, Any]) -> Decision:
-        """Decide one action dict and record the decision."""
-        if self.killswitch is not None and self.killswitch.tripped:
-            trip = self.killswitch.trip_info
-            assert trip is not None
-            return self._note(action, Decision(False, f"killswitch:{trip.source}", f"the run is stopping: {trip.reason}",
-                                               "policy"), None)
+        """Decide one action dict and record the decision (a confirm question blocks
+        the calling thread: on an event loop use :meth:`decide_async`)."""
+        begun = self._begin(action)
+        if isinstance(begun, Decision):
+            return begun
+        pending, started = begun
+        return self._answered(action, pending, pending.ask(), started)
+
+    async def decide_async(self, action: Mapping[str, Any]) -> Decision:
+        """:meth:`decide` for the event loop: a confirm question is asked in a thread of
+        its own while the loop goes on. Cancelled while it waits (a stop), the question
+        is withdrawn, the action is recorded as denied and the cancellation propagates."""
+        begun = self._begin(action)
+        if isinstance(begun, Decision):
+            return begun
+        pending, started = begun
+        try:
+            decision = await _in_daemon_thread(pending)
+        except asyncio.CancelledError:
+            self._note(action, pending.abort(), pending.window, (time.perf_counter() - started) * 1000)
+            raise
+        return self._answered(action, pending, decision, started)
+
+    def _begin(self, action: Mapping[str, Any]) -> Decision | tuple[PendingConfirmation, float]:
+        """The decision when no one needs to be asked (recorded), else the question."""
+        stopping = self._stopping(action)
+        if stopping is not None:
+            return stopping
         request = action_request(action)
         if request is None:
             return Decision(True, "default", "observes only")
         window = self._window()
         started = time.perf_counter()
-        decision = self.policy.check(request, window)
-        return self._note(action, decision, window, (time.perf_counter() - started) * 1000)
+        result = self.policy.triage(request, window)
+        if isinstance(result, PendingConfirmation):
+            return result, started
+        return self._note(action, result, window, (time.perf_counter() - started) * 1000)
+
+    def _stopping(self, action: Mapping[str, Any]) -> Decision | None:
+        if self.killswitch is None or not self.killswitch.tripped:
+            return None
+        trip = self.killswitch.trip_info
+        assert trip is not None
+        return self._note(action, Decision(False, f"killswitch:{trip.source}", f"the run is stopping: {trip.reason}",
+                                           "policy"), None)
+
+    def _answered(self, action: Mapping[str, Any], pending: PendingConfirmation, decision: Decision,
+                  started: float) -> Decision:
+        if decision.allowed:
+            # A yes that came after the kill switch tripped does not count.
+            stopping = self._stopping(action)
+            if stopping is not None:
+                return stopping
+        return self._note(action, decision, pending.window, (time.perf_counter() - started) * 1000)
 
     def _note(self, action: Mapping[str, Any], decision: Decision, window: WindowInfo | None,
               ms: float | None = None) -> Decision:
@@ -214,6 +262,12 @@ class SafetyGuard:
     def check_action(self, action: dict[str, Any]) -> None:
         """``ToolContext.policy``: raise :class:`PolicyDenied` to refuse ``action``."""
         decision = self.decide(action)
+        if not decision.allowed:
+            raise PolicyDenied(decision, tool=str(action.get("kind") or "") or None)
+
+    async def check_action_async(self, action: dict[str, Any]) -> None:
+        """``ToolContext.policy_async``: :meth:`check_action` that never blocks the loop."""
+        decision = await self.decide_async(action)
         if not decision.allowed:
             raise PolicyDenied(decision, tool=str(action.get("kind") or "") or None)
 
@@ -365,6 +419,8 @@ async def run_guarded(mode: Any, session: Any, guard: SafetyGuard) -> Any:
 
     ctx = session.ctx
     ctx.policy = guard.check_action
+    if hasattr(ctx, "policy_async"):
+        ctx.policy_async = guard.check_action_async
     ctx.hands = guard.wrap_hands(ctx.hands)
     guard.start()
     inner = asyncio.ensure_future(mode.run(session))
@@ -388,3 +444,40 @@ async def run_guarded(mode: Any, session: Any, guard: SafetyGuard) -> Any:
             if not task.done():
                 task.cancel()
         guard.close()
+
+
+def _in_daemon_thread(pending: PendingConfirmation) -> asyncio.Future[Decision]:
+    """``pending.ask()`` in a daemon thread of its own, as a future of the running loop.
+
+    Not the loop's executor: a question nobody answers must never hold up the
+    executor's shutdown at the end of ``asyncio.run`` (the terminal prompt returns soon
+    after an abort, a custom prompt may not)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Decision] = loop.create_future()
+
+    def deliver(fn: Callable[[], None]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+            loop.call_soon_threadsafe(fn)
+
+    def settle_result(decision: Decision) -> None:
+        if not future.done():
+            future.set_result(decision)
+
+    def settle_error(exc: BaseException) -> None:
+        if not future.done():
+            future.set_exception(exc)
+
+    def run() -> None:
+        try:
+            decision = pending.ask()
+        except KeyboardInterrupt:  # Ctrl+C read by the Windows console prompt
+            decision = pending.abort()
+            _thread.interrupt_main()  # the main thread's SIGINT handling stops the run
+        except BaseException as exc:
+            error = exc  # ``exc`` is unbound after this block; the callback runs later
+            deliver(lambda: settle_error(error))
+            return
+        deliver(lambda: settle_result(decision))
+
+    threading.Thread(target=run, name="deskpilot-confirm", daemon=True).start()
+    return future

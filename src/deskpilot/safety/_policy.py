@@ -56,6 +56,7 @@ __all__ = [
     "ConfirmPrompt",
     "Decision",
     "KeyRule",
+    "PendingConfirmation",
     "Policy",
     "PolicyMode",
     "WindowRule",
@@ -495,7 +496,16 @@ class Policy:
         return found
 
     def check(self, request: ActionRequest, window: WindowInfo | None = None) -> Decision:
-        """Decide ``request`` while ``window`` is in front; may ask the user (confirm)."""
+        """Decide ``request`` while ``window`` is in front; may ask the user (confirm),
+        blocking the calling thread until the answer (see :meth:`triage` for callers
+        that must not block)."""
+        result = self.triage(request, window)
+        return result.ask() if isinstance(result, PendingConfirmation) else result
+
+    def triage(self, request: ActionRequest, window: WindowInfo | None = None) -> Decision | PendingConfirmation:
+        """Decide ``request`` without asking anyone: a :class:`Decision`, or the
+        :class:`PendingConfirmation` whose :meth:`~PendingConfirmation.ask` puts the
+        question to the user (blocking: run it off an event loop)."""
         found = self.evaluate(request, window)
         if not found:
             return ALLOWED
@@ -511,14 +521,17 @@ class Policy:
         if not pending:
             first = found[0]
             return Decision(True, first[1], f"{first[2]} (always allowed this run)", first[3], confirmed=True)
-        return self._ask(request, window, pending)
+        return PendingConfirmation(self, request, window, tuple(pending))
 
     def _remembered(self) -> set[str]:
         with self._lock:
             return set(self._always)
 
-    def _ask(self, request: ActionRequest, window: WindowInfo | None, pending: Sequence[tuple[Verdict, str, str, str]]) -> Decision:
+    def _ask(self, request: ActionRequest, window: WindowInfo | None, pending: Sequence[tuple[Verdict, str, str, str]],
+             abort: threading.Event | None = None) -> Decision:
         first = pending[0]
+        if abort is not None and abort.is_set():
+            return _stopped(first)
         lines = [f"deskpilot wants to run {request.describe()}"]
         if window is not None:
             lines.append(f"  foreground window: {window.describe()}")
@@ -529,15 +542,19 @@ class Policy:
             from deskpilot.safety._confirm import terminal_prompt
 
             def prompt(q: str) -> bool | str:
-                return terminal_prompt(q, timeout=self.confirm_timeout)
+                return terminal_prompt(q, timeout=self.confirm_timeout, abort=abort)
 
         try:
             answer = prompt(question)
+        except ConfirmationAborted:
+            return _stopped(first)
         except NoTerminalError as exc:
             return Decision(False, first[1], f"{first[2]}; confirmation was needed but {exc}", first[3], confirmed=False)
         except TimeoutError:
             return Decision(False, first[1], f"{first[2]}; nobody confirmed within {self.confirm_timeout:g} s",
                             first[3], confirmed=False)
+        if abort is not None and abort.is_set():  # answered after the run began to stop
+            return _stopped(first)
         normalized = _normalize_answer(answer)
         if normalized == "no":
             return Decision(False, first[1], f"{first[2]}; the user declined", first[3], confirmed=False)
@@ -545,6 +562,42 @@ class Policy:
             with self._lock:
                 self._always.update(rule for _, rule, _, _ in pending)
         return Decision(True, first[1], f"{first[2]}; the user confirmed", first[3], confirmed=True)
+
+
+class ConfirmationAborted(NoTerminalError):
+    """The question was withdrawn before an answer (the run is stopping)."""
+
+
+def _stopped(first: tuple[Verdict, str, str, str]) -> Decision:
+    return Decision(False, first[1], f"{first[2]}; the run stopped before anyone confirmed", first[3],
+                    confirmed=False)
+
+
+@dataclass(eq=False)
+class PendingConfirmation:
+    """A check that needs a yes from the user (:meth:`Policy.triage`).
+
+    :meth:`ask` blocks until the answer, the timeout, or :meth:`abort` (from any
+    thread), which withdraws the question: the action is denied.
+    """
+
+    policy: Policy
+    request: ActionRequest
+    window: WindowInfo | None
+    findings: tuple[tuple[Verdict, str, str, str], ...]
+    aborted: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def rule(self) -> str:
+        return self.findings[0][1]
+
+    def ask(self) -> Decision:
+        return self.policy._ask(self.request, self.window, self.findings, self.aborted)
+
+    def abort(self) -> Decision:
+        """Withdraw the question; returns the denial the action gets."""
+        self.aborted.set()
+        return _stopped(self.findings[0])
 
 
 def _normalize_answer(answer: bool | str) -> ConfirmAnswer:
