@@ -82,6 +82,7 @@ from deskpilot.safety import (
     redact,
     redact_text,
 )
+from deskpilot.safety._redact import TypedTexts, typing_tool_names
 
 __all__ = [
     "ModeResult",
@@ -217,8 +218,11 @@ class Session:
         mode: str,
         max_steps: int,
         guard: SafetyGuard | None = None,
+        redaction: _RunRedaction | None = None,
     ) -> None:
         self.config = config
+        #: How records and log lines are redacted (None: they are not).
+        self.redaction = redaction
         #: The run's safety layer (policy hook, guarded hands, kill switch, budget), or
         #: None with ``[safety] enabled = false``.
         self.guard = guard
@@ -311,8 +315,11 @@ class Session:
             raise StepLimit(f"reached max_steps ({self.max_steps})", steps=self.steps)
 
     def redact_text(self, text: str) -> str:
-        """``text`` as logs may keep it: secrets replaced when the safety layer redacts
-        (for a mode's own log files; turn records are redacted by the run log)."""
+        """``text`` as logs may keep it: secrets replaced when the safety layer redacts,
+        and with ``mask_typed_text`` every text typed so far (for a mode's own log
+        files and log lines; turn records are redacted by the run log)."""
+        if self.redaction is not None:
+            return self.redaction.text(text)
         guard = self.guard
         if guard is None or not guard.redact_options.secrets:
             return text
@@ -331,6 +338,9 @@ class Session:
     ) -> tuple[Turn, Completion]:
         """Send the history; returns the new turn and the model's answer."""
         self.check_limits()
+        redaction = self.redaction
+        if redaction is not None and tools:
+            redaction.learn_tools(tools)  # before the exchange log records the answer
         model = self.config.model
         previous = self._pending
         with previous.timer.phase("request_build") if previous else nullcontext():
@@ -372,6 +382,10 @@ class Session:
         self.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
         self.last_content = completion.content
         turn.record["model"] = completion.as_record()
+        if redaction is not None and completion.tool_calls:
+            # Texts the model asks to type are masked in log lines from now on (a mode
+            # logs the answer before it runs the call).
+            redaction.learn(turn.record["model"])
         return turn, completion
 
     # ------------------------------------------------------------------ screen
@@ -644,11 +658,12 @@ async def run_agent_async(
     )
     redact_options = _redact_options(config)
     exchange: ExchangeLog | None = None
+    redaction: _RunRedaction | None = None
     if redact_options is not None:
-        options = redact_options
-        runlog.redactor = lambda record: redact(record, options)
+        redaction = _RunRedaction(redact_options)
+        runlog.redactor = redaction.record
         if config.run.exchange_log:
-            exchange = _RedactingExchangeLog(runlog.exchange_log_path, options)
+            exchange = _RedactingExchangeLog(runlog.exchange_log_path, redaction)
     elif config.run.exchange_log:
         exchange = ExchangeLog(runlog.exchange_log_path)
     guard: SafetyGuard | None = None
@@ -773,6 +788,8 @@ async def run_agent_async(
             ctx.policy = guard.check_action
             ctx.policy_async = guard.check_action_async
             ctx.hands = guard.wrap_hands(hands)
+            if redaction is not None and redaction.typed is not None:
+                guard.typed_texts = redaction.typed  # texts it checks are texts typed
         session = Session(
             config=config,
             task=text,
@@ -785,6 +802,7 @@ async def run_agent_async(
             mode=mode_spec.name,
             max_steps=max_steps,
             guard=guard,
+            redaction=redaction,
         )
         if guard is not None:
             if guard.killswitch is not None:
@@ -967,17 +985,53 @@ def _redact_options(config: AgentConfig) -> RedactOptions | None:
     return RedactOptions(secrets=safety.redact_secrets, mask_typed_text=safety.mask_typed_text)
 
 
+class _RunRedaction:
+    """One run's redaction of records and log lines (secrets; typed text on request).
+
+    With ``mask_typed_text`` it learns as the run goes: the typing tools of every tool
+    set sent to the model (from their definitions: team 003's ``type_text_input``),
+    and every text typed (from the model's calls, the records, the policy checks), so
+    that a line written later masks where it echoes one ("Typed: hello")."""
+
+    def __init__(self, options: RedactOptions) -> None:
+        self.options = options
+        self._no_images = dataclasses.replace(options, images=False)
+        self.typed: TypedTexts | None = TypedTexts() if options.mask_typed_text else None
+        self._tools: list[dict[str, Any]] | None = None
+
+    def learn_tools(self, tools: list[dict[str, Any]]) -> None:
+        if self.typed is None or tools is self._tools:
+            return
+        self._tools = tools
+        names = typing_tool_names(tools)
+        if not names <= self.options.typing_actions:
+            self.options = dataclasses.replace(self.options, typing_actions=self.options.typing_actions | names)
+            self._no_images = dataclasses.replace(self.options, images=False)
+
+    def learn(self, record: Any) -> None:
+        if self.typed is not None:
+            self.typed.add_from(record, self.options)
+
+    def record(self, record: Any, *, images: bool = True) -> Any:
+        return redact(record, self.options if images else self._no_images, typed=self.typed)
+
+    def text(self, text: str) -> str:
+        if self.typed is not None:
+            text = self.typed.mask(text)
+        return redact_text(text, self.options.detectors) if self.options.secrets else text
+
+
 class _RedactingExchangeLog(ExchangeLog):
     """The exchange log with secrets (and, on request, typed text) redacted: the model's
     replies and the history it is sent hold whatever it typed. Images are already
     summarized by the log itself."""
 
-    def __init__(self, path: Path, options: RedactOptions) -> None:
+    def __init__(self, path: Path, redaction: _RunRedaction) -> None:
         super().__init__(path)
-        self.redact_options = dataclasses.replace(options, images=False)
+        self.redaction = redaction
 
     def write(self, record: dict[str, Any]) -> None:
-        super().write(redact(record, self.redact_options))
+        super().write(self.redaction.record(record, images=False))
 
 
 def _restore(replaced: list[tuple[signal.Signals, Any]]) -> None:

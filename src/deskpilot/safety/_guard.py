@@ -42,7 +42,7 @@ from deskpilot.safety._policy import (
     Policy,
     policy_denied_payload,
 )
-from deskpilot.safety._redact import RedactOptions
+from deskpilot.safety._redact import RedactOptions, TypedTexts
 from deskpilot.safety._settings import PolicySettings, SafetySettings
 from deskpilot.safety._window import WindowInfo, WindowReader, open_window_reader
 
@@ -101,6 +101,9 @@ class SafetyGuard:
         self.budget = budget
         self.window_reader = window_reader
         self.redact_options = redact or RedactOptions()
+        #: With ``mask_typed_text``: every text the policy sees typed, so log lines
+        #: can mask it (the loop shares one with its record redaction).
+        self.typed_texts: TypedTexts | None = TypedTexts() if self.redact_options.mask_typed_text else None
         self.decisions: list[dict[str, Any]] = []
         self.counts = {"checked": 0, "allowed": 0, "denied": 0, "confirmed": 0, "would_deny": 0}
         self.window_errors = 0
@@ -215,6 +218,8 @@ class SafetyGuard:
         request = action_request(action)
         if request is None:
             return Decision(True, "default", "observes only")
+        if request.text is not None and self.typed_texts is not None:
+            self.typed_texts.add(request.text)
         window = self._window()
         started = time.perf_counter()
         result = self.policy.triage(request, window)
