@@ -191,11 +191,36 @@ def test_a_yes_after_the_kill_switch_tripped_does_not_count() -> None:
         assert g.killswitch is not None
         g.killswitch.trip("stop", source="hotkey")
         release.set()
-        with pytest.raises(PolicyDenied, match="the run is stopping"):
+        with pytest.raises(PolicyDenied, match=r"the run (is stopping|stopped before anyone confirmed)"):
             await asyncio.wait_for(check, 5)
 
     asyncio.run(main())
     assert g.counts["denied"] == 1 and g.counts["confirmed"] == 0
+
+
+def test_a_kill_switch_trip_withdraws_a_blocking_terminal_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Callers of the blocking check (stateless actions, team recovery) still get their
+    terminal question withdrawn by a trip: the watcher thread sets its abort flag."""
+    import threading
+
+    import deskpilot.safety._confirm as confirm
+    from deskpilot.safety import KillSwitch, Policy
+
+    def waiting_prompt(question: str, *, timeout: float = 60.0, abort: threading.Event | None = None,
+                       **_: Any) -> str:
+        assert abort is not None
+        abort.wait(20)
+        return "yes"
+
+    monkeypatch.setattr(confirm, "terminal_prompt", waiting_prompt)
+    switch = KillSwitch()
+    g = SafetyGuard(Policy.from_config({"confirm_keys": ["ctrl+s"]}), killswitch=switch)
+    threading.Timer(0.1, switch.trip, args=("stop", "hotkey")).start()
+    started = time.monotonic()
+    decision = g.decide({"kind": "key", "key": "ctrl+s"})
+    assert time.monotonic() - started < 5
+    assert not decision.allowed and "the run stopped before anyone confirmed" in decision.reason
+    assert g._questions == set()
 
 
 def test_the_kill_hotkey_cannot_be_pressed_by_the_model() -> None:

@@ -113,6 +113,11 @@ class SafetyGuard:
         )
         self._lock = threading.Lock()
         self._stop: Callable[[str], None] | None = None
+        #: Confirm questions waiting for an answer: a kill-switch trip withdraws them
+        #: (also for callers of the blocking :meth:`decide`).
+        self._questions: set[PendingConfirmation] = set()
+        if killswitch is not None:
+            killswitch.add_callback(self._withdraw_questions)
 
     @classmethod
     def from_settings(
@@ -193,7 +198,9 @@ class SafetyGuard:
         if isinstance(begun, Decision):
             return begun
         pending, started = begun
-        return self._answered(action, pending, pending.ask(), started)
+        with self._asking(pending):
+            decision = pending.ask()
+        return self._answered(action, pending, decision, started)
 
     async def decide_async(self, action: Mapping[str, Any]) -> Decision:
         """:meth:`decide` for the event loop: a confirm question is asked in a thread of
@@ -204,7 +211,8 @@ class SafetyGuard:
             return begun
         pending, started = begun
         try:
-            decision = await _in_daemon_thread(pending)
+            with self._asking(pending):
+                decision = await _in_daemon_thread(pending)
         except asyncio.CancelledError:
             self._note(action, pending.abort(), pending.window, (time.perf_counter() - started) * 1000)
             raise
@@ -226,6 +234,24 @@ class SafetyGuard:
         if isinstance(result, PendingConfirmation):
             return result, started
         return self._note(action, result, window, (time.perf_counter() - started) * 1000)
+
+    @contextlib.contextmanager
+    def _asking(self, pending: PendingConfirmation) -> Iterator[None]:
+        with self._lock:
+            self._questions.add(pending)
+        try:
+            if self.killswitch is not None and self.killswitch.tripped:
+                pending.aborted.set()
+            yield
+        finally:
+            with self._lock:
+                self._questions.discard(pending)
+
+    def _withdraw_questions(self, trip: Trip) -> None:
+        with self._lock:
+            questions = list(self._questions)
+        for pending in questions:
+            pending.aborted.set()
 
     def _stopping(self, action: Mapping[str, Any]) -> Decision | None:
         if self.killswitch is None or not self.killswitch.tripped:
