@@ -300,7 +300,7 @@ def test_safety_settings_from_flags(flags: dict[str, Any], expected: tuple[str, 
 
 
 def test_stateless_actions_are_checked_by_the_runs_policy(tmp_path: Path) -> None:
-    """The stateless engine calls ctx.check_policy for every action: denied ones are
+    """The stateless engine calls the policy for every action: denied ones are
     reported back to the model (in its text protocol) and never reach the desktop."""
     from deskpilot.agent._modes import discover_modes
 

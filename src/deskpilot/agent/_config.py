@@ -188,7 +188,7 @@ class RunSettings:
         "auto",
         env="AGENT_LMSTUDIO_LOGS",
         choices=("auto", "on", "off"),
-        help="copy LM Studio's server log lines of this run (seed 001); auto = when the folder exists",
+        help="copy LM Studio's server log lines of this run (seed 001); auto = when the folder exists and the endpoint is on this machine",
     )
     lmstudio_log_dir: str = setting("", env="LMSTUDIO_LOG_DIR", help="default ~/.lmstudio/server-logs")
     quiet: bool = setting(False, env="AGENT_QUIET", help="no live terminal output")

@@ -889,6 +889,7 @@ async def run_agent_async(
             until=time.time(),
             log_dir=config.run.lmstudio_log_dir or None,
             required=config.run.lmstudio_logs == "on",
+            endpoint=config.model.endpoint,  # auto: only a local LM Studio's logs
         )
         if exported:
             summary["lmstudio_logs"] = [str(p.name) for p in exported]

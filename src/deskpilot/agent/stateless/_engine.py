@@ -544,7 +544,7 @@ class StatelessEngine:
             try:
                 # The run's safety policy sees the action in the tools' vocabulary (the
                 # physical record) before any input is sent, in dry runs too.
-                ctx.check_policy(physical)
+                await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
                 ran.append(action)
                 await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
             except ActionDeniedError as exc:

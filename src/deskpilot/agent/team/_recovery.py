@@ -110,7 +110,7 @@ async def run_recovery(ctx: ToolContext) -> RecoveryReport:
     denied: list[dict[str, Any]] = []
     for action in recovery_actions(ctx):
         try:
-            ctx.check_policy(action)
+            await ctx.acheck_policy(action)  # a confirm question never blocks the loop
         except ActionDeniedError:
             denied.append(action)
             continue
