@@ -6,6 +6,7 @@ import argparse
 
 import pytest
 
+from deskpilot._errors import ConfigError
 from deskpilot.cli import build_parser, main
 from deskpilot.commands.shot import parse_region, parse_size
 
@@ -26,11 +27,30 @@ def test_size_and_region_syntax() -> None:
 def test_shot_is_a_registered_subcommand() -> None:
     args = build_parser().parse_args(["shot", "--size", "1536x864", "--repeat", "5", "--no-cursor", "--level", "6"])
     assert (args.size, args.repeat, args.cursor, args.level, args.out) == ((1536, 864), 5, False, 6, "shot.png")
+    assert args.scaling == "native"
+    assert build_parser().parse_args(["shot", "--backend", "gdi", "--scaling", "gdi"]).scaling == "gdi"
 
 
-@pytest.mark.parametrize("argv", [["shot", "--size", "12"], ["shot", "--level", "10"], ["shot", "--repeat", "0"], ["shot", "--filter", "lzw"]])
+@pytest.mark.parametrize("argv", [["shot", "--size", "12"], ["shot", "--level", "10"], ["shot", "--repeat", "0"], ["shot", "--filter", "lzw"], ["shot", "--scaling", "bilinear"]])
 def test_bad_flags_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2
     assert "deskpilot shot: error" in capsys.readouterr().err
+
+
+def test_gdi_scaling_needs_the_gdi_backend() -> None:
+    # refused before any grab, with the reason, whatever the desktop (no display needed)
+    from deskpilot.capture import Capturer
+
+    class NoScaleBackend:
+        name = "mss"
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    backend = NoScaleBackend()
+    with pytest.raises(ConfigError, match="needs the gdi backend"):
+        Capturer(backend, scaling="gdi")  # type: ignore[arg-type]
+    assert backend.closed

@@ -71,6 +71,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--level", type=_level, default=1, help="PNG deflate level 0..9 (default: 1)")
     parser.add_argument("--filter", default="adaptive", choices=PNG_FILTERS, help="PNG row filter (default: adaptive)")
     parser.add_argument("--backend", default="auto", choices=("auto", "mss", "gdi"), help="capture backend")
+    parser.add_argument(
+        "--scaling",
+        default="native",
+        choices=("native", "gdi"),
+        help="native (default): our exact area average; gdi: StretchBlt HALFTONE like the seeds (gdi backend)",
+    )
     parser.add_argument("--json", action="store_true", help="print the timings as one JSON object")
     parser.set_defaults(handler=handle)
 
@@ -80,7 +86,9 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot.capture import Capturer
 
     phases: dict[str, list[float]] = {"capture": [], "cursor": [], "prepare": [], "encode": []}
-    with Capturer(args.backend, monitor=args.monitor, region=args.region, cursor=args.cursor) as cap:
+    # scaling=gdi on another backend is a ConfigError: the CLI prints it, exit code 1
+    capturer = Capturer(args.backend, monitor=args.monitor, region=args.region, cursor=args.cursor, scaling=args.scaling)
+    with capturer as cap:
         for _ in range(args.repeat):
             frame = cap.grab(size=args.size)
             t0 = time.perf_counter()
