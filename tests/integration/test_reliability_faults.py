@@ -4,7 +4,8 @@ The proxy speaks just enough HTTP/1.1 to work request by request: it reads each 
 the agent sends and, following a script, forwards it to the real test server and
 relays the answer, or injects a fault: drops or resets the connection, answers 429/500/
 502 itself, returns invalid JSON or HTML with a 200, stalls in the middle of the body,
-or cuts the (SSE or JSON) body in half.
+or cuts the (SSE or JSON) body in half, or relabels the real answer with the other
+content type (JSON as ``text/event-stream``, an event stream as ``application/json``).
 
 Every run must end with a successful retry or a clear error, and leave a complete,
 valid run directory (run.json, turns.jsonl with whole lines, exchange log, summary).
@@ -162,6 +163,14 @@ class FaultProxy:
             return True
         answer = await self._upstream(request)
         head, _, body = answer.partition(b"\r\n\r\n")
+        if fault == "mislabel":
+            # The real answer under the other content type: JSON sent as an event stream, an
+            # event stream sent as JSON (what misconfigured proxies and gateways do).
+            sse = b"text/event-stream" in head.lower()
+            ctype = "application/json" if sse else "text/event-stream"
+            writer.write(self._response(200, "OK", _dechunk(head, body), ctype))
+            await writer.drain()
+            return True
         if fault == "pass":
             head_lines = [ln for ln in head.split(b"\r\n") if not ln.lower().startswith(b"connection:")]
             is_chunked = any(ln.lower().startswith(b"transfer-encoding: chunked") for ln in head_lines)
@@ -176,6 +185,21 @@ class FaultProxy:
         if fault == "stall":
             await asyncio.sleep(STALL_TIMEOUT * 4)
         return False  # truncate / stall: the connection ends mid-body
+
+
+def _dechunk(head: bytes, body: bytes) -> bytes:
+    """The payload of an HTTP/1.1 body, chunked or not."""
+    if b"transfer-encoding: chunked" not in head.lower():
+        return body
+    out, rest = bytearray(), body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2 :]
+    return bytes(out)
 
 
 @pytest.fixture(scope="module")
@@ -278,3 +302,22 @@ def test_a_persistent_fault_ends_with_a_clear_error(tmp_path: Path, fault: str, 
     summary = load_summary(result.run_dir)
     assert summary["error"] == result.error
     assert 1 <= len(proxy.log) <= 3  # bounded retries, no retry storm
+
+
+@pytest.mark.parametrize("persistent", [False, True], ids=["transient", "persistent"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_mislabelled_answer_is_read_by_its_body(tmp_path: Path, stream: bool, persistent: bool,
+                                                   figures: list[dict[str, Any]]) -> None:
+    """A body under the wrong content type is still read for what it is (a JSON
+    completion, or SSE events), so the run goes on: never a crash, never a double click."""
+    script, default = (["mislabel"], "pass") if not persistent else ([], "mislabel")
+    result, proxy, server = run_through(tmp_path, script, stream=stream, default=default)
+    check_complete_run_dir(result)
+    figures.append({"fault": "mislabel", "stream": stream, "kind": "persistent" if persistent else "transient",
+                    "outcome": result.outcome, "attempts": len(proxy.log), "served": len(server.requests),
+                    "valid": True})
+    assert result.outcome == "answered", result.error
+    assert proxy.log[0] == "mislabel"
+    # read at the first try, nothing retried: the click turn and the answer turn, as with no fault
+    assert len(proxy.log) == len(server.requests) == 2
+    assert len(DESKS[-1].target_clicks) == 1

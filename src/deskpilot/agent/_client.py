@@ -7,6 +7,9 @@ returns a :class:`Completion`.
 
 Streaming is decided by the server's answer, not guessed: a ``text/event-stream`` response
 is assembled from its SSE chunks (:mod:`._sse`), anything else is read as one JSON body.
+The first bytes have the last word over a wrong label (proxies and gateways relabel
+answers): a body that opens with ``{`` is JSON, one that opens with an SSE field
+(``data:``, ``event:``, ``:``) is a stream, whatever the content type says.
 Ask for a stream by building the body with ``stream=True`` (``client.stream`` is the
 caller's preference for that). Both paths produce identical ``Completion`` s; with a
 stream, ``on_tool_call`` is called for each tool call as soon as it is complete, before
@@ -375,14 +378,16 @@ class ChatClient:
                         if status in _RETRY_STATUSES:
                             raise _Retryable(error, _retry_after(response.headers.get("retry-after")))
                         raise error
-                    if "text/event-stream" in ctype:
+                    chunks = response.aiter_bytes()
+                    head = await _first_bytes(chunks)
+                    if _is_event_stream(ctype, head):
                         streamed = True
                         completion, log_response = await self._read_stream(
-                            response, t0=t0, attempt=attempt, context=context,
+                            _prepend(head, chunks), t0=t0, attempt=attempt, context=context,
                             on_tool_call=on_tool_call, emitted=emitted,
                         )
                     else:
-                        body = await response.aread()
+                        body = head + b"".join([chunk async for chunk in chunks])
                         completion, log_response = await self._read_json(
                             body, ctype, attempt=attempt, context=context, on_tool_call=on_tool_call,
                             t0=t0,
@@ -495,7 +500,7 @@ class ChatClient:
 
     async def _read_stream(
         self,
-        response: httpx.Response,
+        chunks: AsyncIterator[bytes],
         *,
         t0: float,
         attempt: int,
@@ -506,7 +511,6 @@ class ChatClient:
         decoder = SSEDecoder()
         assembler = StreamAssembler(new_id=self.new_call_id)
         first_call: float | None = None
-        chunks = response.aiter_bytes()
         async for chunk in chunks:
             for event in decoder.feed(chunk):
                 for raw_call in assembler.feed(event):
@@ -680,6 +684,36 @@ async def _call(callback: ToolCallCallback, call: ToolCall) -> None:
 async def _drain(chunks: AsyncIterator[bytes]) -> None:
     async for _ in chunks:
         pass
+
+
+_SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
+
+
+async def _first_bytes(chunks: AsyncIterator[bytes]) -> bytes:
+    """The body up to its first non-blank chunk (b"" for an empty body)."""
+    head = b""
+    async for chunk in chunks:
+        head += chunk
+        if head.strip():
+            break
+    return head
+
+
+def _is_event_stream(ctype: str, head: bytes) -> bool:
+    """SSE or one JSON body: the first bytes decide over a wrong content type."""
+    start = head.lstrip()
+    if start.startswith((b"{", b"[")):
+        return False
+    if start.startswith(_SSE_FIELDS):
+        return True
+    return "text/event-stream" in ctype
+
+
+async def _prepend(head: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if head:
+        yield head
+    async for chunk in chunks:
+        yield chunk
 
 
 async def _read_limited(response: httpx.Response, limit: int) -> bytes:
