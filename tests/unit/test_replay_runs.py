@@ -193,3 +193,43 @@ def test_replay_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monk
     assert "not a run directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["replay", str(GOLDEN / "single_seed000"), "--tolerance", "150%"])
+
+
+def test_a_confirm_mode_run_replays_with_the_recorded_answers(tmp_path: Path) -> None:
+    """Confirm questions are answered as the user answered them (yes, then no), not
+    asked on a terminal nobody watches: a no-answer replay would deny the first press."""
+    script = [
+        Reply(tool_calls=[("press_key", {"key": "ctrl+s"})]),
+        Reply(tool_calls=[("press_key", {"key": "ctrl+s"})]),
+        Reply(content="saved"),
+    ]
+    user = iter([True, False])
+    desk = SimulatedDesktop(image_size=(192, 108))
+    with ModelServer(ScriptedPolicy(script)) as server:
+        config = load_config(
+            flags={"model.endpoint": server.endpoint, "run.runs_dir": str(tmp_path / "runs"), "run.quiet": True,
+                   "screen.image_width": 192, "screen.image_height": 108,
+                   "policy.mode": "confirm", "policy.confirm_keys": ["ctrl+s"]},
+            env={},
+            search_default=False,
+        )
+        run = run_agent(config, "save", screen_factory=lambda: desk, hands_factory=lambda: desk,
+                        handle_signals=False, confirm_prompt=lambda question: next(user)).run_dir
+    summary = orjson.loads((run / "summary.json").read_bytes())
+    assert [c["confirmed"] for c in summary["safety"]["confirmations"]] == [True, False]
+    results = [t["result"] for t in orjson.loads(b"[" + b",".join((run / "turns.jsonl").read_bytes().splitlines()) + b"]")
+               if t.get("result")]
+    assert results[0]["ok"] and results[1]["error"]["type"] == "policy_denied"
+
+    result = replay_run(run)
+    assert result.ok, format_result(result)
+    assert not any("did not answer" in n for n in result.notes)
+
+    # A recording without the answers (older deskpilot): every question is answered no,
+    # the first press diverges, and the note says why.
+    safety = summary["safety"]
+    del safety["confirmations"]
+    rewrite_json(run / "summary.json", safety=safety)
+    result = replay_run(run)
+    assert not result.ok
+    assert any("did not answer" in n for n in result.notes)

@@ -82,6 +82,7 @@ from deskpilot.safety import (
     redact,
     redact_text,
 )
+from deskpilot.safety._policy import ConfirmPrompt
 from deskpilot.safety._redact import TypedTexts, typing_tool_names
 
 __all__ = [
@@ -626,6 +627,7 @@ async def run_agent_async(
     handle_signals: bool = True,
     run_name: str | None = None,
     watch_desktop: bool | None = None,
+    confirm_prompt: ConfirmPrompt | None = None,
 ) -> RunResult:
     """Run one task with the mode ``config.agent.mode``; never raises for a run that
     started (the outcome says what happened), only for invalid setup.
@@ -635,7 +637,9 @@ async def run_agent_async(
     and arms the kill switch. ``watch_desktop``: whether the kill switch watches the
     fail-safe corner and the hotkey and window rules read the foreground window; by
     default only when the hands are an :class:`~deskpilot.input.InputController` that
-    sends real input (not dry-run, simulated or wrapped hands).
+    sends real input (not dry-run, simulated or wrapped hands). ``confirm_prompt``
+    answers the policy's confirm questions instead of the terminal (a replay answers
+    them as recorded).
     """
     from deskpilot.agent._modes import get_mode
 
@@ -778,7 +782,7 @@ async def run_agent_async(
             _executor=input_thread,
         )
         desktop = watch_desktop if watch_desktop is not None else drives_desktop(hands)
-        guard = build_guard(config, max_steps, desktop=desktop and not config.agent.dry_run)
+        guard = build_guard(config, max_steps, desktop=desktop and not config.agent.dry_run, prompt=confirm_prompt)
         if guard is not None:
             # Every tool checks its action here before any input is sent; the guarded
             # hands tell the kill switch where the agent itself puts the pointer and
@@ -914,8 +918,11 @@ def _no_desktop() -> Any:
     raise PlatformError("no desktop behind the input (simulated or dry-run): nothing to watch", call="watch")
 
 
-def build_guard(config: AgentConfig, max_steps: int, *, desktop: bool) -> SafetyGuard | None:
+def build_guard(
+    config: AgentConfig, max_steps: int, *, desktop: bool, prompt: ConfirmPrompt | None = None
+) -> SafetyGuard | None:
     """The run's :class:`SafetyGuard` from ``[policy]``/``[safety]`` (None when disabled).
+    ``prompt`` answers confirm questions (default: ask on the terminal).
 
     Without a desktop the kill switch keeps its run budget and programmatic trip (its
     watcher thread only checks the clock: no X connection, no hotkey grab) and window
@@ -930,6 +937,7 @@ def build_guard(config: AgentConfig, max_steps: int, *, desktop: bool) -> Safety
         max_seconds=config.agent.max_seconds,
         watch_backend=None if desktop else _no_desktop,
         window_reader="auto" if desktop else None,
+        prompt=prompt,
     )
 
 

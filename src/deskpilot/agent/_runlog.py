@@ -75,7 +75,9 @@ own word), "error", "error_details", "answer" (think blocks stripped), "steps",
 
 ``safety`` (absent with ``[safety] enabled = false``): ``{"policy_mode", "decisions":
 {"checked", "allowed", "denied", "confirmed", "would_deny"}, "denied": [{"kind", "allowed",
-"rule", "reason", "category", "window", "check_ms"}, ...] (first 50), "window" (how window
+"rule", "reason", "category", "window", "check_ms"}, ...] (first 50), "confirmations":
+[{"kind", "rule", "confirmed"}, ...] (every confirm question's answer in order, absent when
+none was asked; a replay answers them the same way), "window" (how window
 rules read the foreground window), "kill_switch": {"budget", "hotkey", "corner"} (armed /
 unavailable / off), "tripped": {"source", "reason", ...} or null, "budget": {"max_steps",
 "max_seconds", "steps", "elapsed_s"}}``.

@@ -342,6 +342,25 @@ def _screen_checker(
     return check
 
 
+def _recorded_confirmations(recording: Recording, notes: list[str]) -> Callable[[str], bool]:
+    """Answers the policy's confirm questions as the user did in the recorded run, in
+    order (``summary.safety.confirmations``): no terminal is asked during a replay, and
+    a question the recording did not answer is answered no (and noted)."""
+    safety = (recording.summary or {}).get("safety") or {}
+    recorded = safety.get("confirmations") if isinstance(safety, dict) else None
+    answers = [bool(c.get("confirmed")) for c in recorded or [] if isinstance(c, dict)]
+    pending = iter(answers)
+
+    def answer(question: str) -> bool:
+        try:
+            return next(pending)
+        except StopIteration:
+            notes.append(f"a confirm question the recording did not answer was answered no: {question}")
+            return False
+
+    return answer
+
+
 def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> ReplayResult:
     """Replay a recorded run (see the module docstring); returns what differed."""
     from deskpilot.agent._loop import run_agent
@@ -416,6 +435,7 @@ def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> Rep
                 hands_factory=hands_factory,
                 handle_signals=False,
                 run_name="replay",
+                confirm_prompt=_recorded_confirmations(recording, notes),
             )
             problems = server.problems
         for problem in problems:

@@ -347,6 +347,14 @@ class SafetyGuard:
             "decisions": dict(self.counts),
             "denied": [d for d in self.decisions if not d["allowed"]][:50],
         }
+        # Every answer to a confirm question, in order: a replay answers them the same way.
+        confirmations = [
+            {"kind": d.get("kind"), "rule": d.get("rule"), "confirmed": d["confirmed"]}
+            for d in self.decisions
+            if "confirmed" in d
+        ]
+        if confirmations:
+            out["confirmations"] = confirmations
         out["window"] = self.window_status
         if self.window_errors:
             out["window_errors"] = self.window_errors
