@@ -285,14 +285,16 @@ def _clear_message(fault: str, error: str) -> bool:
     return any(name in error for name in expected)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_persistent_fault_ends_with_a_clear_error(tmp_path: Path, fault: str, figures: list[dict[str, Any]]) -> None:
+def test_a_persistent_fault_ends_with_a_clear_error(tmp_path: Path, fault: str, stream: bool,
+                                                    figures: list[dict[str, Any]]) -> None:
     timeout = STALL_TIMEOUT if fault == "stall" else 5.0
     started = time.monotonic()
-    result, proxy, server = run_through(tmp_path, [], stream=False, default=fault, timeout=timeout)
+    result, proxy, server = run_through(tmp_path, [], stream=stream, default=fault, timeout=timeout)
     elapsed = time.monotonic() - started
     check_complete_run_dir(result)
-    figures.append({"fault": fault, "stream": False, "kind": "persistent", "outcome": result.outcome,
+    figures.append({"fault": fault, "stream": stream, "kind": "persistent", "outcome": result.outcome,
                     "attempts": len(proxy.log), "served": len(server.requests), "valid": True,
                     "elapsed_s": round(elapsed, 2)})
     assert result.outcome == "error"
