@@ -37,6 +37,22 @@ def test_defaults_are_the_seeds() -> None:
     assert all(src == "default" for src in c.sources.values())
 
 
+def test_seed001_tool_set_brings_seed001_defaults(tmp_path: Path) -> None:
+    # seed 001 ran at 1344x756 with temperature 0.2; anything the user set still wins
+    cfg = load_config(flags={"agent.toolset": "seed001"}, env={}, search_default=False)
+    assert (cfg.screen.image_width, cfg.screen.image_height, cfg.model.temperature) == (1344, 756, 0.2)
+    assert cfg.sources["screen.image_width"] == "toolset seed001"
+    cfg = load_config(flags={"agent.toolset": "seed001", "model.temperature": 0.7},
+                      env={"AGENT_IMAGE_W": "1536", "AGENT_IMAGE_H": "864"}, search_default=False)
+    assert (cfg.screen.image_width, cfg.screen.image_height, cfg.model.temperature) == (1536, 864, 0.7)
+    toml = tmp_path / "deskpilot.toml"
+    toml.write_text('[agent]\ntoolset = "seed001"\n[screen]\nimage_width = 1280\nimage_height = 720\n')
+    cfg = load_config(env={}, path=toml)
+    assert (cfg.screen.image_width, cfg.screen.image_height, cfg.model.temperature) == (1280, 720, 0.2)
+    cfg = load_config(flags={"agent.toolset": "seed000"}, env={}, search_default=False)
+    assert (cfg.screen.image_width, cfg.screen.image_height, cfg.model.temperature) == (1536, 864, 0.6)
+
+
 def test_seed_environment_variables() -> None:
     env = {
         "LMSTUDIO_ENDPOINT": "http://box:8080/v1/chat/completions",

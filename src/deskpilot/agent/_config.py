@@ -412,6 +412,24 @@ def _build_section(
         raise ConfigError(f"[{name}]: {exc}", section=name) from None
 
 
+#: Seed 001 ran with its own defaults (its README's environment block): a 1344x756
+#: screenshot and temperature 0.2. They apply with the seed001 tool set wherever the
+#: setting was left at its default (a flag, variable or file value still wins).
+TOOLSET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "seed001": {"screen.image_width": 1344, "screen.image_height": 756, "model.temperature": 0.2},
+}
+
+
+def _apply_toolset_defaults(built: dict[str, Any], sources: dict[str, str]) -> None:
+    toolset = built["agent"].toolset
+    for key, value in TOOLSET_DEFAULTS.get(toolset, {}).items():
+        if sources.get(key, "default") != "default":
+            continue
+        section, name = key.split(".", 1)
+        built[section] = dataclasses.replace(built[section], **{name: value})
+        sources[key] = f"toolset {toolset}"
+
+
 def load_config(
     *,
     flags: Mapping[str, Any] | None = None,
@@ -456,6 +474,7 @@ def load_config(
         name: _build_section(name, cls, flags, env, data.get(name, {}), label, sources)
         for name, cls in _SECTIONS.items()
     }
+    _apply_toolset_defaults(built, sources)
     loop: LoopSettings = built["agent"]
     if loop.settle_max < loop.settle_min:
         raise ConfigError(
