@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -324,9 +330,9 @@ def test_terminal_prompt_reads_an_answer_from_a_tty() -> None:
         assert "Proceed?" in err.getvalue() and "[a]lways" in err.getvalue()
 
 
-def test_terminal_prompt_times_out() -> None:
-    import os
-
+@contextlib.contextmanager
+def silent_tty() -> Iterator[Any]:
+    """A stdin that is a terminal nobody types into (a pipe whose writer stays open)."""
     read_fd, write_fd = os.pipe()
     try:
         with os.fdopen(read_fd) as pipe:
@@ -342,44 +348,28 @@ def test_terminal_prompt_times_out() -> None:
                 def readline(self) -> str:
                     return pipe.readline()
 
-            with pytest.raises(TimeoutError):
-                terminal_prompt("Proceed?", stdin=Tty(), stderr=io.StringIO(), timeout=0.05)  # type: ignore[arg-type]
+            yield Tty()
     finally:
         os.close(write_fd)
+
+
+def test_terminal_prompt_times_out() -> None:
+    with silent_tty() as tty, pytest.raises(TimeoutError):
+        terminal_prompt("Proceed?", stdin=tty, stderr=io.StringIO(), timeout=0.05)
 
 
 def test_terminal_prompt_gives_up_soon_after_an_abort() -> None:
     """A question withdrawn from another thread (the run is stopping) ends within the
     abort poll, long before its timeout: the policy denies."""
-    import os
-    import threading
-    import time
-
     from deskpilot.safety._confirm import ConfirmationAborted
 
-    read_fd, write_fd = os.pipe()
-    try:
-        with os.fdopen(read_fd) as pipe:
-            class Tty:
-                closed = False
-
-                def isatty(self) -> bool:
-                    return True
-
-                def fileno(self) -> int:
-                    return pipe.fileno()
-
-                def readline(self) -> str:
-                    return pipe.readline()
-
-            abort = threading.Event()
-            threading.Timer(0.1, abort.set).start()
-            started = time.monotonic()
-            with pytest.raises(ConfirmationAborted):
-                terminal_prompt("Proceed?", stdin=Tty(), stderr=io.StringIO(), timeout=30, abort=abort)  # type: ignore[arg-type]
-            assert time.monotonic() - started < 2
-    finally:
-        os.close(write_fd)
+    with silent_tty() as tty:
+        abort = threading.Event()
+        threading.Timer(0.1, abort.set).start()
+        started = time.monotonic()
+        with pytest.raises(ConfirmationAborted):
+            terminal_prompt("Proceed?", stdin=tty, stderr=io.StringIO(), timeout=30, abort=abort)
+        assert time.monotonic() - started < 2
 
 
 def test_triage_hands_back_the_question_instead_of_asking() -> None:
