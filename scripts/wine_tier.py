@@ -66,6 +66,7 @@ DEFAULT_TESTS = [
     "tests/unit/test_win32_dpi.py",
     "tests/unit/test_killswitch_win32.py",
 ]
+LOGPIXELS = 120  # 125 % display scaling
 WINE_ENV = {
     "WINEDEBUG": "-all",
     # winedbg would wait for a debugger on a crash; mono/gecko installers would pop up dialogs.
@@ -236,7 +237,7 @@ def wine_env(prefix: Path) -> dict[str, str]:
 
 def wine_prefix(cache: Path) -> Path:
     version = subprocess.run(["wine", "--version"], capture_output=True, text=True).stdout.strip()
-    prefix = cache / f"prefix-{digest(version.encode())}"
+    prefix = cache / f"prefix-{digest(version.encode(), str(LOGPIXELS).encode())}"
     if (prefix / ".deskpilot-ready").exists():
         return prefix
     log(f"creating a Wine prefix ({version}) at 125 % scaling")
@@ -248,7 +249,7 @@ def wine_prefix(cache: Path) -> Path:
         stderr=subprocess.DEVNULL, timeout=300)
     # 120 dpi = 125 %: the Windows 11 setting of the people this grew from.
     run(["wine", "reg", "add", r"HKCU\Control Panel\Desktop", "/v", "LogPixels", "/t", "REG_DWORD",
-         "/d", "120", "/f"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+         "/d", str(LOGPIXELS), "/f"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, timeout=120)
     run(["wineserver", "-w"], env=env, timeout=120)
     (prefix / ".deskpilot-ready").write_text(version + "\n")
@@ -300,6 +301,7 @@ def main(argv: list[str]) -> int:
     env["PYTHONUTF8"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("DESKPILOT_REQUIRE_NATIVE", "1")
+    env["DESKPILOT_EXPECT_LOGPIXELS"] = str(LOGPIXELS)
     cmd = ["wine", str(python_home / "python.exe"), "-m", "pytest", "-p", "no:cacheprovider", *args]
     with xvfb() as display:
         env["DISPLAY"] = display

@@ -318,3 +318,38 @@ def test_mss_without_xfixes_warns_once_and_grabs_without_the_cursor(
     assert all(frame.cursor is None for frame in frames)
     assert np.array_equal(frames[-1].rgb, desktop_pixels(screen)[..., 2::-1])
     assert len(opened) == 1 and opened[0].closed  # tried once, its connection given back
+
+
+class UnreadableCursorBackend(FakeBackend):
+    """GetIconInfo's "Invalid cursor handle" (error 1402), met under Wine after a click."""
+
+    def __init__(self, fail_times: int) -> None:
+        super().__init__()
+        self.fail_times = fail_times
+
+    def cursor(self) -> CursorImage | None:
+        if self.fail_times > 0:
+            self.fail_times -= 1
+            raise CaptureError("GetIconInfo failed: Invalid cursor handle. (error 1402)", code=1402)
+        return super().cursor()
+
+
+def test_a_cursor_that_cannot_be_read_costs_the_cursor_not_the_frame() -> None:
+    backend = UnreadableCursorBackend(fail_times=2)
+    with Capturer(backend, monitor=2) as cap:
+        plain = desktop_pixels(PRIMARY)[..., [2, 1, 0]]
+        with pytest.warns(RuntimeWarning, match="without the mouse cursor: GetIconInfo failed"):
+            first = cap.grab()
+        assert first.cursor is None
+        assert np.array_equal(first.rgb, plain)  # the whole frame, no cursor drawn
+        assert cap.cursor_problem is not None and "error 1402" in cap.cursor_problem
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once: the second failure is only counted
+            second = cap.grab()
+        assert second.cursor is None and cap.cursor_failures == 2
+        third = cap.grab()  # the cursor is readable again: drawn again
+        assert third.cursor == (100, 50)
+        assert not np.array_equal(third.rgb, plain)
+        assert cap.read_cursor() is not None

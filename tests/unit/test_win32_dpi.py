@@ -160,3 +160,43 @@ def test_injected_libraries_are_not_cached() -> None:
 def test_process_wide_call_off_windows_raises() -> None:
     with pytest.raises(PlatformError, match="only on Windows"):
         ensure_dpi_awareness()
+
+
+def test_wine_chain_reports_the_level_the_os_answers() -> None:
+    """Wine 8: no per-monitor-v2 context (error 87), then E_ACCESSDENIED from shcore; the level
+    is what GetThreadDpiAwarenessContext says afterwards, and the report names that source."""
+    desktop = FakeDesktop()
+    desktop.user32.impls.update(
+        SetProcessDpiAwarenessContext=failing(desktop.user32, ERROR_INVALID_PARAMETER),
+        GetThreadDpiAwarenessContext=lambda: CONTEXT,
+        AreDpiAwarenessContextsEqual=lambda a, b: 0,
+        GetAwarenessFromDpiAwarenessContext=lambda context: 2,
+    )
+    desktop.shcore.impls["SetProcessDpiAwareness"] = lambda value: E_ACCESSDENIED_SIGNED
+    result = run(desktop)
+    assert (result.level, result.method) == ("per_monitor", "SetProcessDpiAwareness")
+    assert result.reported_by == "GetThreadDpiAwarenessContext"
+    assert "reported by GetThreadDpiAwarenessContext" in result.describe()
+    assert result.as_dict()["reported_by"] == "GetThreadDpiAwarenessContext"
+
+
+def test_a_step_that_succeeds_without_its_level_reports_what_the_os_says() -> None:
+    desktop = FakeDesktop()
+    desktop.user32.impls.update(
+        SetProcessDpiAwarenessContext=lambda context: 1,
+        GetThreadDpiAwarenessContext=lambda: CONTEXT,
+        AreDpiAwarenessContextsEqual=lambda a, b: 0,
+        GetAwarenessFromDpiAwarenessContext=lambda context: 1,  # only system aware
+    )
+    result = run(desktop)
+    assert result.method == "SetProcessDpiAwarenessContext"
+    assert result.level == "system" and not result.per_monitor
+    assert result.reported_by == "GetThreadDpiAwarenessContext"
+
+
+def test_without_a_way_to_ask_the_requested_level_is_reported_as_unconfirmed() -> None:
+    desktop = FakeDesktop()
+    desktop.user32.impls["SetProcessDpiAwarenessContext"] = lambda context: 1
+    result = run(desktop)
+    assert result.level == "per_monitor_v2" and result.reported_by is None
+    assert "not confirmed by the OS" in result.describe()

@@ -19,6 +19,30 @@ def test_per_monitor_awareness_is_reported(dpi_awareness: Any) -> None:
     assert dpi_awareness.per_monitor, dpi_awareness.describe()
     assert dpi_awareness.attempts and dpi_awareness.attempts[-1].outcome in ("set", "already_set")
     assert dpi_awareness.attempts[-1].function == dpi_awareness.method
+    # The level is the OS's answer after the chain, not the level a step asked for.
+    assert dpi_awareness.reported_by is not None, dpi_awareness.describe()
+
+
+def test_the_display_runs_at_the_scaling_the_tier_configured() -> None:
+    """The Windows tier runs at LogPixels 120 (125 %), the users' setting: every click and
+    capture test of this tier then checks physical pixels at 125 %, not at 100 %."""
+    import ctypes
+    import os
+
+    expected = os.environ.get("DESKPILOT_EXPECT_LOGPIXELS")
+    if not expected:
+        pytest.skip("not run by the Windows tier (DESKPILOT_EXPECT_LOGPIXELS unset)")
+    user32 = ctypes.WinDLL("user32")
+    gdi32 = ctypes.WinDLL("gdi32")
+    user32.GetDC.restype = ctypes.c_void_p
+    user32.ReleaseDC.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    gdi32.GetDeviceCaps.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    dc = user32.GetDC(None)
+    try:
+        logpixels = gdi32.GetDeviceCaps(dc, 88)  # LOGPIXELSX
+    finally:
+        user32.ReleaseDC(None, dc)
+    assert logpixels == int(expected)
 
 
 def test_awareness_is_in_effect_for_this_thread(dpi_awareness: Any) -> None:

@@ -130,6 +130,8 @@ USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     # 0 is a valid value for several metrics (SM_CLEANBOOT, SM_SWAPBUTTON), so no check.
     "GetSystemMetrics": Prototype((INT,), INT),
     "GetThreadDpiAwarenessContext": Prototype((), DPI_AWARENESS_CONTEXT),
+    # Nonzero: system DPI aware. The only question a Vista/7 process can ask.
+    "IsProcessDPIAware": Prototype((), BOOL),
     # 0 means "no translation", not failure.
     "MapVirtualKeyW": Prototype((UINT, UINT), UINT),
     # Returns 1 when released, 0 when not.

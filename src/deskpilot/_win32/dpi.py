@@ -66,6 +66,9 @@ class DpiAwareness:
     level: DpiLevel
     method: str | None  # the function that set it, or found it already set; None: all failed
     attempts: tuple[DpiAttempt, ...]
+    #: The function the OS answered ``level`` through, after the chain. None: the OS could
+    #: not be asked, and ``level`` is what the succeeding step requested.
+    reported_by: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -86,12 +89,14 @@ class DpiAwareness:
         head = f"DPI awareness {self.level}" + (
             f" via {self.method}" if self.method else " (not set)"
         )
-        return f"{head} [{steps}]"
+        source = f"reported by {self.reported_by}" if self.reported_by else "not confirmed by the OS"
+        return f"{head}, {source} [{steps}]"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "level": self.level,
             "method": self.method,
+            "reported_by": self.reported_by,
             "attempts": [
                 {
                     "function": a.function,
@@ -104,26 +109,30 @@ class DpiAwareness:
         }
 
 
-def _current_level(user32: Library, shcore: Library | None) -> DpiLevel:
-    """Read back the awareness in effect (used when it was already set)."""
+def _current_level(user32: Library, shcore: Library | None) -> tuple[DpiLevel, str | None]:
+    """The awareness in effect, as the OS reports it, and which function reported it
+    (None when no function could say: then the level is "unknown")."""
     try:
         if user32.has("GetThreadDpiAwarenessContext"):
             context = user32.GetThreadDpiAwarenessContext()
             if user32.has("AreDpiAwarenessContextsEqual") and user32.AreDpiAwarenessContextsEqual(
                 context, DPI_AWARENESS_CONTEXT_PER_MONITOR_AWARE_V2
             ):
-                return "per_monitor_v2"
+                return "per_monitor_v2", "GetThreadDpiAwarenessContext"
             if user32.has("GetAwarenessFromDpiAwarenessContext"):
-                return _LEVELS.get(
-                    int(user32.GetAwarenessFromDpiAwarenessContext(context)), "unknown"
-                )
+                level = _LEVELS.get(int(user32.GetAwarenessFromDpiAwarenessContext(context)), "unknown")
+                return level, "GetThreadDpiAwarenessContext"
         if shcore is not None and shcore.has("GetProcessDpiAwareness"):
             value = ctypes.c_int32(-1)
             shcore.GetProcessDpiAwareness(None, ctypes.byref(value))
-            return _LEVELS.get(value.value, "unknown")
+            return _LEVELS.get(value.value, "unknown"), "GetProcessDpiAwareness"
+        if user32.has("IsProcessDPIAware"):
+            # Vista/7: only "system aware or not" can be asked.
+            aware = bool(user32.IsProcessDPIAware())
+            return ("system" if aware else "unaware"), "IsProcessDPIAware"
     except PlatformError as exc:
         log.debug("reading the DPI awareness back failed: %s", exc)
-    return "unknown"
+    return "unknown", None
 
 
 def _attempt_failed(function: str, exc: PlatformError) -> tuple[DpiAttempt, bool]:
@@ -150,6 +159,8 @@ def set_dpi_awareness(user32: Library, shcore: Library | None = None) -> DpiAwar
         ("SetProcessDpiAwareness", shcore, (PROCESS_PER_MONITOR_DPI_AWARE,), "per_monitor"),
         ("SetProcessDPIAware", user32, (), "system"),
     ]
+    method: str | None = None
+    requested: DpiLevel = "unknown"
     for function, library, args, level in steps:
         if library is None or not library.has(function):
             where = library.name if library is not None else "shcore"
@@ -165,11 +176,19 @@ def set_dpi_awareness(user32: Library, shcore: Library | None = None) -> DpiAwar
             attempt, already = _attempt_failed(function, exc)
             attempts.append(attempt)
             if already:
-                return DpiAwareness(_current_level(user32, shcore), function, tuple(attempts))
+                method = function
+                break
             continue
         attempts.append(DpiAttempt(function, "set"))
-        return DpiAwareness(level, function, tuple(attempts))
-    return DpiAwareness(_current_level(user32, shcore), None, tuple(attempts))
+        method, requested = function, level
+        break
+    # Whatever the chain concluded, the level reported is the one the OS says the process
+    # has: a step can "succeed" without the level it asked for (a compatibility shim, an
+    # emulator without per-monitor-v2), and "already set" says nothing about which level.
+    current, reported_by = _current_level(user32, shcore)
+    if reported_by is None:
+        current = requested
+    return DpiAwareness(current, method, tuple(attempts), reported_by)
 
 
 _lock = threading.Lock()

@@ -230,6 +230,8 @@ class Session:
         self.task = task
         self.client = client
         self.screen = screen
+        #: Whether a turn record already says why frames go without the cursor.
+        self.cursor_problem_noted = False
         self.ctx = ctx
         self.runlog = runlog
         self.reporter = reporter
@@ -494,6 +496,11 @@ class Session:
             "zoomed": shot.zoomed,
             "png_bytes": len(encoded.png),
         }
+        problem = getattr(self.screen, "cursor_problem", None)
+        if problem is not None and not self.cursor_problem_noted:
+            # Once per run: frames go on without the cursor, the record says why.
+            self.cursor_problem_noted = True
+            record["cursor_missing"] = problem
         turn.record["observation"] = record
         return obs
 

@@ -97,9 +97,14 @@ class CapturerScreen:
         digest = self._capturer.digest()
         pointer = None
         if self.cursor:
-            image = self._capturer.backend.cursor()
+            image = self._capturer.read_cursor()
             pointer = image.position if image is not None else None
         return (digest, pointer)
+
+    @property
+    def cursor_problem(self) -> str | None:
+        """Why a frame went without the cursor, the first time it did (None: never)."""
+        return self._capturer.cursor_problem
 
     def grab(self) -> Shot:
         frame = self._capturer.grab(size=self.size)

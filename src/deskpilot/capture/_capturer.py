@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot._errors import CaptureError, ConfigError
+from deskpilot._errors import CaptureError, ConfigError, PlatformError
 from deskpilot.capture._base import CaptureBackend, CursorImage, Monitor
 from deskpilot.capture._frame import Frame
 from deskpilot.geometry import Rect
@@ -106,6 +107,10 @@ class Capturer:
         # "is this buffer free" check must not race with another grab taking it.
         self._lock = threading.RLock()
         self._closed = False
+        #: Why the cursor could not be drawn the first time that happened (None while it
+        #: never failed), and how many frames went without it since.
+        self.cursor_problem: str | None = None
+        self.cursor_failures = 0
 
     @staticmethod
     def _pick_monitor(monitors: list[Monitor], index: int | None) -> Monitor:
@@ -168,7 +173,7 @@ class Capturer:
         t1 = time.perf_counter()
         cursor_at = None
         if self.cursor:
-            image = self._backend.cursor()
+            image = self.read_cursor()
             if image is not None:
                 cursor_at = image.position
                 self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
@@ -184,6 +189,28 @@ class Capturer:
             monitor=self.monitor.index,
             timings={"capture": t1 - t0, "cursor": t2 - t1, "prepare": t3 - t2},
         )
+
+    def read_cursor(self) -> CursorImage | None:
+        """The backend's cursor image, or None when it is hidden *or cannot be read*.
+
+        The cursor is a garnish on the pixels: a cursor bitmap the OS will not hand over
+        (Windows answers GetIconInfo with "Invalid cursor handle" for some application
+        cursors, a handle can be destroyed between GetCursorInfo and GetIconInfo) must
+        never cost the frame. The frame goes without it; the first reason is kept in
+        :attr:`cursor_problem` (and warned about once), later ones are counted.
+        """
+        try:
+            return self._backend.cursor()
+        except (CaptureError, PlatformError, OSError) as exc:
+            self.cursor_failures += 1
+            if self.cursor_problem is None:
+                self.cursor_problem = f"{type(exc).__name__}: {exc}"
+                warnings.warn(
+                    f"a frame was captured without the mouse cursor: {exc}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return None
 
     def grab_bgra(self) -> Pixels:
         """The raw BGRA of the working area, no cursor, no copy (valid until the next grab)."""

@@ -360,6 +360,11 @@ class StatelessEngine:
             "png_bytes": len(annotated.png),
             "annotation": how,
         }
+        problem = getattr(self._capturer, "cursor_problem", None)
+        if problem is not None and not session.cursor_problem_noted:
+            # Once per run, as in the other modes: frames go on without the cursor.
+            session.cursor_problem_noted = True
+            turn.record["observation"]["cursor_missing"] = problem
         turn.record["result"] = {
             "ok": all(error is None for _, error in executed),
             "actions_run": len(executed),
