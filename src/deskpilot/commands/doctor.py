@@ -1,4 +1,5 @@
-"""``deskpilot doctor``: check the display, DPI awareness, capture, input, the model server
+"""``deskpilot doctor``: check the display, DPI awareness, the imaging core (compiled or numpy
+reference), capture, input, the model server
 and whether the model accepts images and tools. One PASS/WARN/FAIL/SKIP line per check;
 exit code 1 when any check fails."""
 
@@ -78,15 +79,33 @@ def _capture_check(config: Any) -> Check:
     except Exception as exc:
         return Check("capture", "FAIL", f"{type(exc).__name__}: {exc}")
     m = shot.mapping.describe()
-    from deskpilot import imaging
-
-    note = "" if imaging.BACKEND != "reference" else " (pure-numpy imaging: build the native core for speed)"
+    # Which kernels did the work is the "imaging core" line's business, not this one's.
     return Check(
         "capture",
-        "PASS" if imaging.BACKEND != "reference" else "WARN",
+        "PASS",
         f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
-        f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms{note}",
+        f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms",
     )
+
+
+def _core_check() -> Check:
+    """Compiled core or numpy reference kernels, and how to get the compiled one."""
+    try:
+        from deskpilot import imaging
+        from deskpilot.imaging._backend import env_flag, reference_kernels_message
+        from deskpilot.imaging._overlay import OVERLAY_BACKEND
+    except ImportError as exc:  # DESKPILOT_REQUIRE_NATIVE=1 without a core, or a stale core
+        return Check("imaging core", "FAIL", str(exc))
+    if imaging.BACKEND == "native" and OVERLAY_BACKEND == "native":
+        import importlib
+
+        native = importlib.import_module("deskpilot._native.imaging")
+        rows = "AVX2 row kernels" if native.simd_enabled() else "scalar row kernels"
+        return Check("imaging core", "PASS", f"native: compiled core {native.CORE_VERSION} ({rows})")
+    if env_flag("DESKPILOT_PURE"):
+        return Check("imaging core", "WARN", "reference: numpy kernels chosen by DESKPILOT_PURE=1 (unset it for the compiled core)")
+    missing = "deskpilot._native.imaging" if imaging.BACKEND != "native" else "deskpilot._native.annotate"
+    return Check("imaging core", "WARN", "reference: " + reference_kernels_message(missing))
 
 
 def _input_check(config: Any) -> Check:
@@ -214,6 +233,7 @@ def run_checks(config: Any, *, model: bool = True, probe: str | None = None) -> 
     display, has_display = _display_check()
     checks.append(display)
     checks.append(_dpi_check())
+    checks.append(_core_check())
     if has_display:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
