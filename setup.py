@@ -48,7 +48,8 @@ directives = {
 if sys.platform == "win32":
     compile_args = ["/O2"] if not DEBUG else ["/Od", "/Zi"]
 else:
-    compile_args = ["-O3", "-fno-strict-aliasing"] if not DEBUG else ["-O0", "-g"]
+    # -g0 overrides the -g in Python's own CFLAGS: debug info would triple the wheel's size
+    compile_args = ["-O3", "-g0", "-fno-strict-aliasing"] if not DEBUG else ["-O0", "-g"]
     compile_args += ["-Wno-unused-function", "-Wno-unreachable-code"]
 
 
@@ -108,6 +109,10 @@ def native_extensions() -> list[Any]:
             raise
         sys.stderr.write(fallback_message(f"{exc} (the build needs Cython and numpy)"))
         return []
+    sources = sorted((HERE / "native").glob("*.pyx"))
+    if not sources and REQUIRE_NATIVE:
+        # an sdist that lost its .pyx files would otherwise build a pure wheel without a word
+        raise RuntimeError(f"DESKPILOT_REQUIRE_NATIVE=1 but there is no native/*.pyx in {HERE}")
     extensions = [
         Extension(
             f"deskpilot._native.{pyx.stem}",
@@ -124,7 +129,7 @@ def native_extensions() -> list[Any]:
             # optional: an editable install must not try to copy a module that was not built
             optional=not REQUIRE_NATIVE,
         )
-        for pyx in sorted((HERE / "native").glob("*.pyx"))
+        for pyx in sources
     ]
     return list(
         cythonize(
