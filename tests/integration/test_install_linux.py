@@ -7,6 +7,8 @@
 3. sdist -> fresh venv with CC pointing at a compiler that always fails -> the install
    succeeds with one build message, and `deskpilot shot` runs on the reference kernels
    with one import warning; with DESKPILOT_REQUIRE_NATIVE=1 the same install fails.
+4. README's Linux install block, run as written (its apt line aside; pip offline on the
+   cached wheels), puts `deskpilot` on PATH and `deskpilot doctor` passes.
 
 Speed and offline use: building the artefacts (sdist + compile + auditwheel) is the slow
 part, so they are cached under build/install-checks/ keyed on a hash of every file that goes
@@ -51,6 +53,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / "build" / "install-checks"
+BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
 BUILD_MESSAGE = "deskpilot: the compiled core (deskpilot._native) was NOT built"
 FAKE_CC_ERROR = "fake-cc: error: this compiler always fails"
 
@@ -108,7 +111,8 @@ def artefacts() -> Path:
         proc = subprocess.run(
             ["bash", str(ROOT / "dev"), "wheels"],
             cwd=ROOT,
-            env={**os.environ, "DIST": str(staging)},
+            # the interpreter running the tests builds them, so its venvs can install them
+            env={**os.environ, "DIST": str(staging), "PYTHON": BASE_PYTHON},
             capture_output=True,
             text=True,
             timeout=1200,
@@ -200,7 +204,7 @@ class Venv:
         self.path = path
         self.python = path / "bin" / "python"
         self.deskpilot = path / "bin" / "deskpilot"
-        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+        subprocess.run([BASE_PYTHON, "-m", "venv", str(path)], check=True, timeout=300)
 
     def pip_install(
         self, target: Path, wheels: Path, env: dict[str, str]
@@ -411,3 +415,47 @@ def test_sdist_with_a_failing_compiler_fails_under_require_native(
     assert FAKE_CC_ERROR in log and BUILD_MESSAGE not in log
     check = venv.run(venv.python, "-c", "import deskpilot", env=clean_env(), cwd=tmp_path)
     assert check.returncode != 0 and "ModuleNotFoundError" in check.stderr
+
+
+# --- 4. README's Install section ---------------------------------------------------------------
+
+
+def readme_linux_block() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = re.search(r"^## Install\n(.*?)^## ", text, re.S | re.M)
+    assert section, "README lost its Install section"
+    block = re.search(r"\*\*Linux\*\*.*?```bash\n(.*?)```", section.group(1), re.S)
+    assert block, "README's Install section lost its Linux block"
+    return block.group(1)
+
+
+def test_readme_linux_install_puts_deskpilot_on_path(
+    artefacts: Path, dependency_wheels: Path, xvfb: str, tmp_path: Path
+) -> None:
+    lines = readme_linux_block().replace("\\\n", " ").splitlines()
+    # the system packages are this machine's already (./dev setup); the rest runs as written
+    assert lines[0].startswith("sudo apt-get install python3-venv libx11-6 libxtst6 libxfixes3")
+    script = "\n".join(["set -e", *lines[1:], "command -v deskpilot"])
+    assert "pip install deskpilot" in script and "deskpilot doctor" in script
+    # `python3` is the interpreter the wheel was built for; `pip install deskpilot` resolves
+    # offline to the wheel under test (PIP_FIND_LINKS), as it would from the index.
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").symlink_to(BASE_PYTHON)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = clean_env(
+        HOME=str(home),
+        DISPLAY=xvfb,
+        PATH=f"{bindir}:{os.environ['PATH']}",
+        PIP_NO_INDEX="1",
+        PIP_FIND_LINKS=f"{artefacts} {dependency_wheels}",
+        PIP_NO_CACHE_DIR="1",
+    )
+    proc = subprocess.run(
+        ["bash", "-c", script], env=env, cwd=home, capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, _tail(proc)
+    out = " ".join(proc.stdout.split())
+    assert "PASS imaging core native" in out and "all checks passed" in out, out
+    assert proc.stdout.splitlines()[-1] == str(home / ".venvs/deskpilot/bin/deskpilot")
