@@ -130,3 +130,10 @@ def test_workflow_builds_the_sdist_and_publishes_only_tags(workflow: dict[Any, A
     assert "refs/tags/v" in publish["if"]
     assert publish["permissions"] == {"id-token": "write"}
     assert steps_using(publish, "pypa/gh-action-pypi-publish")
+
+
+def test_ci_windows_job_requires_the_compiled_core() -> None:
+    # its editable MSVC build would otherwise fall back to a pure package and the
+    # native-vs-reference tests would skip instead of failing
+    ci = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text())
+    assert ci["jobs"]["windows"]["env"]["DESKPILOT_REQUIRE_NATIVE"] == "1"
