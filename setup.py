@@ -126,20 +126,21 @@ def native_extensions() -> list[Any]:
                 ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
             ],
             extra_compile_args=compile_args,
-            # optional: an editable install must not try to copy a module that was not built
-            optional=not REQUIRE_NATIVE,
         )
         for pyx in sources
     ]
-    return list(
-        cythonize(
-            extensions,
-            compiler_directives=directives,
-            annotate=DEBUG,
-            build_dir="build/cython",
-            quiet=True,
-        )
+    cythonized = cythonize(
+        extensions,
+        compiler_directives=directives,
+        annotate=DEBUG,
+        build_dir="build/cython",
+        quiet=True,
     )
+    for ext in cythonized:
+        # Set on cythonize's copies (it drops the flag): an editable install copies the built
+        # modules into src/ and must skip, not fail on, one that was not built.
+        ext.optional = not REQUIRE_NATIVE
+    return list(cythonized)
 
 
 setup(ext_modules=native_extensions(), cmdclass={"build_ext": OptionalBuildExt})

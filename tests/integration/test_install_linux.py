@@ -207,7 +207,7 @@ class Venv:
         subprocess.run([BASE_PYTHON, "-m", "venv", str(path)], check=True, timeout=300)
 
     def pip_install(
-        self, target: Path, wheels: Path, env: dict[str, str]
+        self, target: Path, wheels: Path, env: dict[str, str], *, editable: bool = False
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [
@@ -220,6 +220,7 @@ class Venv:
                 "--find-links",
                 str(wheels),
                 "--no-cache-dir",
+                *(["-e"] if editable else []),
                 str(target),
             ],
             env=env,
@@ -397,6 +398,31 @@ def test_sdist_with_a_failing_compiler_installs_and_shot_runs_on_reference(
         cwd=work,
     )
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_editable_checkout_with_a_failing_compiler_installs_on_reference(
+    artefacts: Path, dependency_wheels: Path, fake_cc: Path, tmp_path: Path
+) -> None:
+    """`pip install -e .` in a checkout without a compiler (setuptools copies built modules
+    into src/ there, and used to fail on the one that was not built)."""
+    import tarfile
+
+    with tarfile.open(the_sdist(artefacts)) as tar:
+        tar.extractall(tmp_path / "checkout", filter="data")
+    tree = tmp_path / "checkout" / f"deskpilot-{__version__}"
+    venv = Venv(tmp_path / "venv")
+    build_env = clean_env(CC=str(fake_cc), CXX=str(fake_cc), LDSHARED=f"{fake_cc} -shared")
+    proc = venv.pip_install(tree, dependency_wheels, build_env, editable=True)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, _tail(proc)
+    assert FAKE_CC_ERROR in log and log.count(BUILD_MESSAGE) == 1
+    assert list((tree / "src/deskpilot/_native").glob("*.so")) == []
+    code = "from deskpilot import imaging; print(imaging.BACKEND, imaging.__file__)"
+    check = venv.run(venv.python, "-c", code, env=clean_env(), cwd=tmp_path)
+    assert check.returncode == 0, check.stderr
+    backend, where = check.stdout.split()
+    assert backend == "reference" and Path(where).is_relative_to(tree / "src")
+    assert check.stderr.count("ReferenceKernelsWarning") == 1
 
 
 def test_sdist_with_a_failing_compiler_fails_under_require_native(
