@@ -6,7 +6,8 @@
    cibuildwheel smoke script (scripts/smoke_wheel.py) passes against it.
 3. sdist -> fresh venv with CC pointing at a compiler that always fails -> the install
    succeeds with one build message, and `deskpilot shot` runs on the reference kernels
-   with one import warning; with DESKPILOT_REQUIRE_NATIVE=1 the same install fails.
+   with one import warning; with DESKPILOT_REQUIRE_NATIVE=1 the same install fails; an
+   editable install of the checkout (`pip install -e .`) falls back the same way.
 4. README's Linux install block, run as written (its apt line aside; pip offline on the
    cached wheels), puts `deskpilot` on PATH and `deskpilot doctor` passes.
 
