@@ -26,6 +26,7 @@ __all__ = [
     "ModelResponseError",
     "ModelTimeoutError",
     "PlatformError",
+    "ReferenceKernelsWarning",
     "RunInterrupted",
     "UnknownKeyError",
 ]
@@ -51,7 +52,9 @@ class DeskpilotError(Exception):
         │   └── ModelResponseError          2xx but unusable body (not JSON, no choices)
         ├── ActionDeniedError               the policy layer refused an action
         ├── ConfigError (ValueError)        invalid configuration value or file
-        └── RunInterrupted                  Ctrl+C / SIGTERM / kill switch stopped a run
+        ├── RunInterrupted                  Ctrl+C / SIGTERM / kill switch stopped a run
+        └── ReferenceKernelsWarning (RuntimeWarning)  a warning, not raised: the compiled
+                                            core is not installed, imaging runs on numpy
     """
 
     def __init__(self, message: str, /, **details: Any) -> None:
@@ -138,3 +141,12 @@ class ConfigError(DeskpilotError, ValueError):
 
 class RunInterrupted(DeskpilotError):
     """A run was stopped by Ctrl+C, SIGTERM or the kill switch (``details['reason']``)."""
+
+
+class ReferenceKernelsWarning(DeskpilotError, RuntimeWarning):
+    """Issued (``warnings.warn``) once at import of :mod:`deskpilot.imaging` when the compiled
+    core is not installed and the numpy reference kernels run instead.
+
+    A member of the one tree so that ``-W error`` turns it into an exception callers can catch
+    as :class:`DeskpilotError`; ``details['missing']`` names the modules that did not import.
+    """

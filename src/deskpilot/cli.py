@@ -18,7 +18,17 @@ from deskpilot._version import __version__
 __all__ = ["main"]
 
 #: Subcommand modules, in the order --help lists them.
-COMMANDS: tuple[str, ...] = ("run", "demo", "scenarios", "shot", "doctor", "testserver", "panel", "replay", "report")
+COMMANDS: tuple[str, ...] = (
+    "run",
+    "demo",
+    "scenarios",
+    "shot",
+    "doctor",
+    "testserver",
+    "panel",
+    "replay",
+    "report",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +44,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except ImportError as exc:
+        # A stale compiled core, or DESKPILOT_REQUIRE_NATIVE=1 without one: the message says
+        # what to do, a traceback through the subcommand imports would only bury it.
+        if not (exc.name or "").startswith("deskpilot._native"):
+            raise
+        print(f"deskpilot: error: {exc}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
     if handler is None:

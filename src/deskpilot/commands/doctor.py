@@ -1,4 +1,5 @@
-"""``deskpilot doctor``: check the display, DPI awareness, capture, input, the model server
+"""``deskpilot doctor``: check the display, DPI awareness, the imaging core (compiled or numpy
+reference), capture, input, the model server
 and whether the model accepts images and tools. One PASS/WARN/FAIL/SKIP line per check;
 exit code 1 when any check fails."""
 
@@ -33,7 +34,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     add_model_options(parser)
-    parser.add_argument("--no-model", dest="no_model", action="store_true", help="skip the model server checks")
+    parser.add_argument(
+        "--no-model", dest="no_model", action="store_true", help="skip the model server checks"
+    )
     parser.set_defaults(handler=handle)
 
 
@@ -44,7 +47,11 @@ def _display_check() -> tuple[Check, bool]:
     if not display:
         wayland = os.environ.get("WAYLAND_DISPLAY")
         hint = " (Wayland without XWayland's DISPLAY is not supported)" if wayland else ""
-        return Check("display", "FAIL", f"DISPLAY is not set{hint}: run on a desktop, or `deskpilot demo` starts Xvfb"), False
+        return Check(
+            "display",
+            "FAIL",
+            f"DISPLAY is not set{hint}: run on a desktop, or `deskpilot demo` starts Xvfb",
+        ), False
     return Check("display", "PASS", f"DISPLAY={display}"), True
 
 
@@ -66,7 +73,9 @@ def _capture_check(config: Any) -> Check:
 
         size = (config.screen.image_width, config.screen.image_height)
         started = time.perf_counter()
-        screen = CapturerScreen(size=size, monitor=config.screen.monitor, backend=config.screen.capture_backend)
+        screen = CapturerScreen(
+            size=size, monitor=config.screen.monitor, backend=config.screen.capture_backend
+        )
         try:
             shot = screen.grab()
             first = (time.perf_counter() - started) * 1000
@@ -78,15 +87,41 @@ def _capture_check(config: Any) -> Check:
     except Exception as exc:
         return Check("capture", "FAIL", f"{type(exc).__name__}: {exc}")
     m = shot.mapping.describe()
-    from deskpilot import imaging
-
-    note = "" if imaging.BACKEND != "reference" else " (pure-numpy imaging: build the native core for speed)"
+    # Which kernels did the work is the "imaging core" line's business, not this one's.
     return Check(
         "capture",
-        "PASS" if imaging.BACKEND != "reference" else "WARN",
+        "PASS",
         f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
-        f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms{note}",
+        f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms",
     )
+
+
+def _core_check() -> Check:
+    """Compiled core or numpy reference kernels, and how to get the compiled one."""
+    try:
+        from deskpilot import imaging
+        from deskpilot.imaging._backend import env_flag, reference_kernels_message
+        from deskpilot.imaging._overlay import OVERLAY_BACKEND
+    except ImportError as exc:  # DESKPILOT_REQUIRE_NATIVE=1 without a core, or a stale core
+        return Check("imaging core", "FAIL", str(exc))
+    if imaging.BACKEND == "native" and OVERLAY_BACKEND == "native":
+        import importlib
+
+        native = importlib.import_module("deskpilot._native.imaging")
+        rows = "AVX2 row kernels" if native.simd_enabled() else "scalar row kernels"
+        return Check(
+            "imaging core", "PASS", f"native: compiled core {native.CORE_VERSION} ({rows})"
+        )
+    if env_flag("DESKPILOT_PURE"):
+        return Check(
+            "imaging core",
+            "WARN",
+            "reference: numpy kernels chosen by DESKPILOT_PURE=1 (unset it for the compiled core)",
+        )
+    missing = (
+        "deskpilot._native.imaging" if imaging.BACKEND != "native" else "deskpilot._native.annotate"
+    )
+    return Check("imaging core", "WARN", "reference: " + reference_kernels_message(missing))
 
 
 def _input_check(config: Any) -> Check:
@@ -100,7 +135,11 @@ def _input_check(config: Any) -> Check:
             name = getattr(hands.backend, "name", backend)
     except Exception as exc:
         return Check("input", "FAIL", f"{type(exc).__name__}: {exc}")
-    return Check("input", "PASS", f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}")
+    return Check(
+        "input",
+        "PASS",
+        f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}",
+    )
 
 
 #: Probe colours for the image check: one is drawn at random per run, so a model that
@@ -129,7 +168,12 @@ def _colors_named(answer: str) -> set[str]:
     named = {c for c in PROBE_COLORS if re.search(rf"\b{c}\b", text)}
     for hex_code in re.findall(r"#([0-9a-f]{6})\b", text):
         rgb = tuple(int(hex_code[i : i + 2], 16) for i in (0, 2, 4))
-        named.add(min(PROBE_COLORS, key=lambda c: sum((a - b) ** 2 for a, b in zip(PROBE_COLORS[c], rgb, strict=True))))
+        named.add(
+            min(
+                PROBE_COLORS,
+                key=lambda c: sum((a - b) ** 2 for a, b in zip(PROBE_COLORS[c], rgb, strict=True)),
+            )
+        )
     return named
 
 
@@ -138,7 +182,9 @@ def image_check(expected: str, answer: str, ms: float) -> Check:
     named = _colors_named(answer)
     excerpt = answer.strip().replace("\n", " ")[:80]
     if named == {expected}:
-        return Check("images", "PASS", f"the model named the {expected} probe image correctly ({ms:.0f} ms)")
+        return Check(
+            "images", "PASS", f"the model named the {expected} probe image correctly ({ms:.0f} ms)"
+        )
     return Check(
         "images",
         "WARN",
@@ -164,7 +210,11 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
     checks: list[Check] = []
     model = config.model
     async with ChatClient(
-        model.endpoint, model.model, timeout=model.timeout, max_retries=0, api_key=model.api_key or None
+        model.endpoint,
+        model.model,
+        timeout=model.timeout,
+        max_retries=0,
+        api_key=model.api_key or None,
     ) as client:
         try:
             started = time.perf_counter()
@@ -173,9 +223,21 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
         except Exception as exc:
             checks.append(Check("endpoint", "FAIL", str(exc)))
             return checks
-        checks.append(Check("endpoint", "PASS", f"{client.models_url} answered in {ms:.0f} ms: {len(ids)} model(s)"))
+        checks.append(
+            Check(
+                "endpoint",
+                "PASS",
+                f"{client.models_url} answered in {ms:.0f} ms: {len(ids)} model(s)",
+            )
+        )
         if ids and model.model not in ids:
-            checks.append(Check("model", "WARN", f"{model.model!r} is not listed ({', '.join(ids[:5])}); the server may load it on demand"))
+            checks.append(
+                Check(
+                    "model",
+                    "WARN",
+                    f"{model.model!r} is not listed ({', '.join(ids[:5])}); the server may load it on demand",
+                )
+            )
         elif ids:
             checks.append(Check("model", "PASS", f"{model.model!r} is loaded"))
         tool = {
@@ -183,12 +245,18 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
             "function": {
                 "name": "report_color",
                 "description": "Report the main colour of the image.",
-                "parameters": {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+                "parameters": {
+                    "type": "object",
+                    "properties": {"color": {"type": "string"}},
+                    "required": ["color"],
+                },
             },
         }
         history = History("You are a test. Answer by calling the tool.", tools=[tool])
         color = probe or random.choice(sorted(PROBE_COLORS))
-        history.add_task("What colour is this image? Call report_color with the colour name (one word).")
+        history.add_task(
+            "What colour is this image? Call report_color with the colour name (one word)."
+        )
         history.add_observation(_probe_png(PROBE_COLORS[color]), text="A 64x64 image.")
         body = history.build_request(model=model.model, temperature=0.0, max_tokens=256)
         try:
@@ -202,10 +270,16 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
         if completion.tool_calls:
             call = completion.tool_calls[0]
             source = " (parsed from the text)" if call.source != "native" else ""
-            checks.append(Check("tools", "PASS", f"the model called {call.name}({call.raw_arguments}){source}"))
+            checks.append(
+                Check(
+                    "tools", "PASS", f"the model called {call.name}({call.raw_arguments}){source}"
+                )
+            )
         else:
             excerpt = completion.content.strip().replace("\n", " ")[:80]
-            checks.append(Check("tools", "WARN", f"the model answered without a tool call: {excerpt!r}"))
+            checks.append(
+                Check("tools", "WARN", f"the model answered without a tool call: {excerpt!r}")
+            )
     return checks
 
 
@@ -214,6 +288,7 @@ def run_checks(config: Any, *, model: bool = True, probe: str | None = None) -> 
     display, has_display = _display_check()
     checks.append(display)
     checks.append(_dpi_check())
+    checks.append(_core_check())
     if has_display:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
@@ -237,7 +312,13 @@ def handle(args: argparse.Namespace) -> int:
     console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
     checks = run_checks(config, model=not args.no_model)
     for check in checks:
-        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}")
+        console.print(
+            f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}"
+        )
     failed = [c for c in checks if c.status == "FAIL"]
-    console.print(f"{len(failed)} failed, {sum(c.status == 'WARN' for c in checks)} warnings" if failed else "all checks passed")
+    console.print(
+        f"{len(failed)} failed, {sum(c.status == 'WARN' for c in checks)} warnings"
+        if failed
+        else "all checks passed"
+    )
     return 1 if failed else 0

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import importlib
 import math
-import os
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -43,6 +42,7 @@ import numpy.typing as npt
 from deskpilot._errors import ConfigError, ImagingError
 from deskpilot._version import __version__
 from deskpilot.imaging import _overlay_reference
+from deskpilot.imaging._backend import env_flag, native_unavailable
 
 __all__ = [
     "OVERLAY_BACKEND",
@@ -103,13 +103,14 @@ FONT: U8 = np.frombuffer(bytes.fromhex("".join(_FONT_HEX)), dtype=np.uint8).resh
 
 
 def _load_backend() -> tuple[Backend, ModuleType]:
-    if os.environ.get("DESKPILOT_PURE", "").strip() not in ("", "0"):
+    if env_flag("DESKPILOT_PURE"):
         return "reference", _overlay_reference
     try:
         native = importlib.import_module(NATIVE_MODULE)
     except ModuleNotFoundError as exc:
         if exc.name != NATIVE_MODULE:
             raise
+        native_unavailable(NATIVE_MODULE, exc)  # one warning per process, or REQUIRE_NATIVE
         return "reference", _overlay_reference
     if __version__ != native.CORE_VERSION:
         raise ImportError(
