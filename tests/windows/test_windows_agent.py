@@ -46,7 +46,13 @@ def app(dpi_awareness: Any, tmp_path: Path) -> Iterator[Any]:
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.chdir(tmp_path)  # no ./deskpilot.toml from the checkout
-    for name in ("LMSTUDIO_ENDPOINT", "LMSTUDIO_MODEL", "AGENT_MODE", "AGENT_MAX_STEPS", "TEAM_VARIANT"):
+    for name in (
+        "LMSTUDIO_ENDPOINT",
+        "LMSTUDIO_MODEL",
+        "AGENT_MODE",
+        "AGENT_MAX_STEPS",
+        "TEAM_VARIANT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -102,9 +108,19 @@ def test_single_mode_pixel_reading_server(
     )
     with ModelServer(policy) as server:
         code, summary = run_cli(
-            ["run", "--endpoint", server.endpoint, "--runs-dir", str(tmp_path / "runs"),
-             "--image-size", "960x540", "--json", "--max-steps", "8",
-             "Click the magenta TARGET, type the text and press Enter"],
+            [
+                "run",
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--image-size",
+                "960x540",
+                "--json",
+                "--max-steps",
+                "8",
+                "Click the magenta TARGET, type the text and press Enter",
+            ],
             capsys,
         )
         assert server.problems == []
@@ -151,8 +167,11 @@ class TeamPolicy:
         with self._lock:
             if self.v.tool_name("plan") in request.tool_names:
                 text = "Click the magenta target, then type into the entry and press Enter."
-                args = ({"operator_instructions": text, "rationale": "r"} if self.v.name == "002"
-                        else {"instructions": text, "reasoning": "r"})
+                args = (
+                    {"operator_instructions": text, "rationale": "r"}
+                    if self.v.name == "002"
+                    else {"instructions": text, "reasoning": "r"}
+                )
                 return Reply(content="PLAN", tool_calls=[(self.v.tool_name("plan"), args)])
             step, self.step = self.step, self.step + 1
         if step == 0:
@@ -161,16 +180,30 @@ class TeamPolicy:
             if found is None:
                 return Reply(content="no target visible")
             at = [norm(found[0], image.width), norm(found[1], image.height)]
-            return Reply(content="target", tool_calls=[(self.v.tool_name("click"), self._args(name="target", at=at))])
+            return Reply(
+                content="target",
+                tool_calls=[(self.v.tool_name("click"), self._args(name="target", at=at))],
+            )
         if step == 1:
-            return Reply(content="entry", tool_calls=[(self.v.tool_name("click"), self._args(name="entry", at=self.entry))])
+            return Reply(
+                content="entry",
+                tool_calls=[(self.v.tool_name("click"), self._args(name="entry", at=self.entry))],
+            )
         if step == 2:
-            return Reply(content="typing", tool_calls=[(self.v.tool_name("type"), self._args(text=TEXT))])
+            return Reply(
+                content="typing", tool_calls=[(self.v.tool_name("type"), self._args(text=TEXT))]
+            )
         if step == 3:
-            return Reply(content="submit", tool_calls=[(self.v.tool_name("key"), self._args(key="enter"))])
-        evidence = ("The magenta target was clicked and turned green, the entry shows the typed "
-                    "text and Enter was pressed in it, which is what the task asked for.")
-        return Reply(content="done", tool_calls=[(self.v.tool_name("complete"), {"evidence": evidence})])
+            return Reply(
+                content="submit", tool_calls=[(self.v.tool_name("key"), self._args(key="enter"))]
+            )
+        evidence = (
+            "The magenta target was clicked and turned green, the entry shows the typed "
+            "text and Enter was pressed in it, which is what the task asked for."
+        )
+        return Reply(
+            content="done", tool_calls=[(self.v.tool_name("complete"), {"evidence": evidence})]
+        )
 
 
 @pytest.mark.parametrize("variant", ["002", "003"])
@@ -184,9 +217,21 @@ def test_team_mode_planner_and_executor(
     policy = TeamPolicy(VARIANTS[variant], app.widgets["entry"], screen)  # type: ignore[arg-type]
     with ModelServer(policy) as server:
         code, summary = run_cli(
-            ["run", "--mode", "team", "--variant", variant, "--endpoint", server.endpoint,
-             "--runs-dir", str(tmp_path / "runs"), "--image-size", "960x540", "--json",
-             "Click the magenta target, type the text into the entry and press Enter"],
+            [
+                "run",
+                "--mode",
+                "team",
+                "--variant",
+                variant,
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--image-size",
+                "960x540",
+                "--json",
+                "Click the magenta target, type the text into the entry and press Enter",
+            ],
             capsys,
         )
         assert server.problems == []
@@ -212,15 +257,19 @@ class StatelessPolicy:
             if found is None:
                 return json.dumps({"observation": "no target", "actions": [{"name": "done"}]})
             x, y = norm(found[0], image.width), norm(found[1], image.height)
-            return json.dumps({
-                "observation": "I see the magenta TARGET.",
-                "bboxes": [{"x1": x - 40, "y1": y - 40, "x2": x + 40, "y2": y + 40, "label": "target"}],
-                "actions": [
-                    {"name": "click", "x1": x, "y1": y},
-                    {"name": "type", "text": TEXT},
-                    {"name": "key", "keys": "enter"},
-                ],
-            })
+            return json.dumps(
+                {
+                    "observation": "I see the magenta TARGET.",
+                    "bboxes": [
+                        {"x1": x - 40, "y1": y - 40, "x2": x + 40, "y2": y + 40, "label": "target"}
+                    ],
+                    "actions": [
+                        {"name": "click", "x1": x, "y1": y},
+                        {"name": "type", "text": TEXT},
+                        {"name": "key", "keys": "enter"},
+                    ],
+                }
+            )
         return json.dumps({"observation": "Submitted.", "actions": [{"name": "done"}]})
 
 
@@ -234,10 +283,23 @@ def test_stateless_mode_json_protocol(
     (tmp_path / "none.toml").write_text("")
     with ModelServer(StatelessPolicy(), keep_images=2) as server:
         code, summary = run_cli(
-            ["run", "--mode", "stateless", "--endpoint", server.endpoint,
-             "--runs-dir", str(tmp_path / "runs"), "--json", "--max-steps", "5",
-             "--set", "stateless.capture_scale_percent=50", "--config", str(tmp_path / "none.toml"),
-             "Click the magenta TARGET, type the text and press Enter."],
+            [
+                "run",
+                "--mode",
+                "stateless",
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--json",
+                "--max-steps",
+                "5",
+                "--set",
+                "stateless.capture_scale_percent=50",
+                "--config",
+                str(tmp_path / "none.toml"),
+                "Click the magenta TARGET, type the text and press Enter.",
+            ],
             capsys,
         )
         assert server.problems == []

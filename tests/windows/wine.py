@@ -3,37 +3,41 @@
 from __future__ import annotations
 
 import ctypes
-import functools
 import sys
 
 
-@functools.cache
 def on_wine() -> bool:
-    """True inside Wine: its ntdll exports wine_get_version (Windows' does not)."""
+    """True inside Wine (its ntdll exports wine_get_version; Windows' does not)."""
     if sys.platform != "win32":
         return False
-    try:
-        return hasattr(ctypes.WinDLL("ntdll"), "wine_get_version")
-    except OSError:
-        return False
+    from win_target_app import wine_version
+
+    return wine_version() is not None
 
 
 def tk_entry_text(text: str) -> str:
     """The text a Tk Entry shows after ``text`` was typed with KEYEVENTF_UNICODE events.
 
     On Windows: ``text``. Under Wine each character is followed by what the keyboard layout
-    gives for a virtual key equal to the character's value: Tk 8.6 answers a VK_PACKET
-    WM_KEYDOWN by re-posting WM_KEYDOWN with wParam = the character (win/tkWinX.c,
-    TkWinChildProc), and Wine's TranslateMessage turns that posted message into a second
-    WM_CHAR through the layout (docs/wine-deviations.md has the source lines). The
-    prediction asks the layout itself (ToUnicode), so the check stays exact: any other
-    extra, missing or reordered character still fails.
+    gives for a virtual key equal to the character's value. Wine puts the character into the
+    high word of the VK_PACKET messages' lParam (server/queue.c, queue_keyboard_message;
+    Windows leaves it 0), Tk 8.6 re-posts a VK_PACKET WM_KEYDOWN with wParam = HIWORD(lParam)
+    (win/tkWinX.c, Tk_TranslateWinEvent), and TranslateMessage turns that into a second
+    WM_CHAR through the layout. docs/wine-deviations.md has the source lines. The prediction
+    asks the layout itself (ToUnicode), so the check stays exact: any other extra, missing
+    or reordered character still fails, and on Windows the text must arrive as typed.
     """
     if not on_wine():
         return text
     user32 = ctypes.WinDLL("user32")
-    user32.ToUnicode.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_wchar_p,
-                                 ctypes.c_int, ctypes.c_uint]
+    user32.ToUnicode.argtypes = [
+        ctypes.c_uint,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_wchar_p,
+        ctypes.c_int,
+        ctypes.c_uint,
+    ]
     state = (ctypes.c_ubyte * 256)()
     out = []
     for unit in _utf16_units(text):
