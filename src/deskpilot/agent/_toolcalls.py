@@ -8,7 +8,13 @@ A model asks for an action in one of these shapes, all normalised to :class:`Too
   ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (LM Studio without a tool
   parser, raw llama.cpp templates), or a fenced ```` ```json ```` block / a bare JSON
   object with ``name`` and ``arguments`` (or ``parameters``). That is the *fallback*:
-  it only runs when there are no native calls.
+  it only runs when there are no native calls. The other syntaxes the supported servers'
+  chat templates make a model write are read too (see :func:`split_content_tool_calls`):
+  Qwen3-Coder / Qwen3.5 / Qwen3.6 XML (``<tool_call><function=NAME><parameter=KEY>
+  VALUE</parameter></function></tool_call>``, LM Studio bug-tracker #2115), GLM-4.5
+  (``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``), Llama
+  3.1's ``<function=NAME>{json}</function>`` and ``<|python_tag|>{json}``, and Mistral's
+  ``[TOOL_CALLS][{...}]`` / ``[TOOL_CALLS]NAME[ARGS]{...}``.
 
 Arguments that do not decode never raise: the call carries ``error`` =
 ``"invalid_json"`` (not JSON) or ``"invalid_args"`` (JSON, but not an object) and a
@@ -30,11 +36,13 @@ from typing import Any
 import orjson
 
 __all__ = [
+    "CALL_MARKERS",
     "ToolCall",
     "extract_think",
     "parse_arguments",
     "parse_content_tool_calls",
     "parse_message_tool_calls",
+    "reasoning_tool_calls",
     "split_content_tool_calls",
     "strip_think",
 ]
@@ -47,6 +55,19 @@ _LEADING_UNTIL_CLOSE = re.compile(r"\A.*?</think>", re.DOTALL)
 _UNTERMINATED_OPEN = re.compile(r"<think>.*\Z", re.DOTALL)
 
 _TOOL_CALL_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+# Qwen3-Coder XML (the Qwen3.5/3.6 templates): one <function=NAME> with <parameter=KEY>
+# children; the closing tags are optional at the end of a cut-off reply.
+_XML_FUNCTION = re.compile(r"<function=([^>\n]+)>(.*?)(?:</function>|\Z)", re.DOTALL)
+_XML_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.DOTALL)
+# GLM-4.5: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V</arg_value>...</tool_call>
+_GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.DOTALL)
+# Mistral: [TOOL_CALLS][{...}, ...] (v3) or [TOOL_CALLS]NAME[ARGS]{...} (v11+ templates).
+_MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(.*?)(?=\[TOOL_CALLS\]|\Z)", re.DOTALL)
+_MISTRAL_ARGS = re.compile(r"\A([\w.\-]+)\s*(?:\[CALL_ID\]\s*\w+\s*)?\[ARGS\]\s*(.*)\Z", re.DOTALL)
+# Llama 3.x: <|python_tag|>{...} (the JSON itself follows).
+_PYTHON_TAG = "<|python_tag|>"
+#: Markers of a tool call written as text in any of the syntaxes above.
+CALL_MARKERS = ("<tool_call>", "<function=", "[TOOL_CALLS]", _PYTHON_TAG)
 _FENCED_BLOCK = re.compile(r"```(?:json|tool_call|tool)?\s*\n?(.*?)```", re.DOTALL)
 
 
@@ -91,7 +112,8 @@ class ToolCall:
     ``arguments`` is the decoded object (``{}`` for none) or ``None`` when it could not be
     decoded; then ``error`` is ``"invalid_json"`` or ``"invalid_args"`` and
     ``error_message`` says why. ``raw_arguments`` is always the JSON string form (what goes
-    back into the history). ``source`` is ``"native"`` or ``"content"`` (fallback parser).
+    back into the history). ``source`` is ``"native"``, ``"content"`` (fallback parser) or
+    ``"reasoning"`` (found in the reasoning field, see :func:`reasoning_tool_calls`).
     """
 
     id: str
@@ -230,23 +252,39 @@ def _safe_json(value: Any) -> str:
         return repr(value)
 
 
-def _iter_content_candidates(text: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, json_text) spans in ``text`` that may hold a tool call."""
+def _iter_content_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
+    """(start, end, body, syntax) spans in ``text`` that may hold a tool call; ``syntax``
+    is ``"tool_call"`` (a ``<tool_call>`` block), ``"function"`` (a bare Llama 3.1 /
+    Qwen XML ``<function=...>``), ``"mistral"`` or ``"json"``."""
     found = False
     for m in _TOOL_CALL_BLOCK.finditer(text):
         found = True
-        yield m.start(), m.end(), m.group(1)
+        yield m.start(), m.end(), m.group(1), "tool_call"
     if found:
+        return
+    for m in _XML_FUNCTION.finditer(text):
+        found = True
+        yield m.start(), m.end(), m.group(0), "function"
+    if found:
+        return
+    for m in _MISTRAL.finditer(text):
+        found = True
+        yield m.start(), m.end(), m.group(1).strip(), "mistral"
+    if found:
+        return
+    if _PYTHON_TAG in text:
+        start = text.index(_PYTHON_TAG)
+        yield start, len(text), text[start + len(_PYTHON_TAG):].strip(), "json"
         return
     for m in _FENCED_BLOCK.finditer(text):
         found = True
-        yield m.start(), m.end(), m.group(1).strip()
+        yield m.start(), m.end(), m.group(1).strip(), "json"
     if found:
         return
     stripped = text.strip()
     if stripped.startswith("{") and stripped.endswith("}"):
         start = text.index("{")
-        yield start, text.rindex("}") + 1, stripped
+        yield start, text.rindex("}") + 1, stripped, "json"
 
 
 def _decode_call_object(candidate: str) -> list[dict[str, Any]]:
@@ -262,31 +300,98 @@ def _decode_call_object(candidate: str) -> list[dict[str, Any]]:
     ]
 
 
+def _xml_value(raw: str) -> Any:
+    """A parameter value of the XML forms: the template puts it between newlines; JSON
+    containers and numbers are decoded (boxes arrive as ``[x, y]``), anything else is
+    text, as Qwen3-Coder's own parser does without a schema."""
+    value = raw[1:] if raw.startswith("\n") else raw
+    value = value[:-1] if value.endswith("\n") else value
+    probe = value.strip()
+    if probe[:1] in ("[", "{") or re.fullmatch(r"-?\d+(?:\.\d+)?", probe or "x"):
+        try:
+            return orjson.loads(probe)
+        except orjson.JSONDecodeError:
+            pass
+    if probe in ("true", "false", "null"):
+        return orjson.loads(probe)
+    return value
+
+
+def _decode_xml_function(text: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in _XML_FUNCTION.finditer(text):
+        name, body = m.group(1).strip(), m.group(2)
+        params = {k.strip(): _xml_value(v) for k, v in _XML_PARAMETER.findall(body)}
+        if not params and body.strip().startswith("{"):
+            # Llama 3.1's <function=NAME>{json}</function>.
+            try:
+                decoded = orjson.loads(body.strip())
+            except orjson.JSONDecodeError:
+                decoded = None
+            if not isinstance(decoded, dict):
+                out.append({"name": name, "arguments": body.strip()})
+                continue
+            params = decoded
+        out.append({"name": name, "arguments": params})
+    return out
+
+
+def _decode_block(body: str, syntax: str) -> list[dict[str, Any]]:
+    """The call objects (``name`` + ``arguments``) in one candidate span."""
+    if syntax == "mistral":
+        m = _MISTRAL_ARGS.match(body)
+        if m:
+            # The arguments string is decoded by _make_call (a bad one becomes invalid_json).
+            return [{"name": m.group(1), "arguments": m.group(2).strip()}]
+        return _decode_call_object(body)
+    if syntax in ("tool_call", "function") and "<function=" in body:
+        return _decode_xml_function(body)
+    if syntax == "tool_call" and "<arg_key>" in body:
+        name = body.split("<arg_key>", 1)[0].strip()
+        args = {k.strip(): _xml_value(v.strip()) for k, v in _GLM_ARG.findall(body)}
+        return [{"name": name, "arguments": args}] if name else []
+    if syntax == "tool_call" and not body.lstrip().startswith(("{", "[")):
+        # GLM-4.5 with no arguments: the name alone.
+        name = body.strip()
+        if re.fullmatch(r"[\w.\-]+", name):
+            return [{"name": name, "arguments": {}}]
+    return _decode_call_object(body)
+
+
 def split_content_tool_calls(
-    content: str | None, *, new_id: Callable[[], str]
+    content: str | None, *, new_id: Callable[[], str], source: str = "content",
 ) -> tuple[str, list[ToolCall]]:
     """Find tool calls written into the content (fallback for models without a tool parser).
 
     Returns ``(content_without_the_call_blocks, calls)``; with no calls found the content
     comes back unchanged. Think blocks are ignored (a call "considered" inside reasoning
-    is not a call).
+    is not a call) -- except when nothing but the think block was written and it holds
+    a call: that is a call the server left in the reasoning (see
+    :func:`reasoning_tool_calls`). ``source`` marks the calls (``"content"`` or
+    ``"reasoning"``).
     """
     if not content:
         return content or "", []
     visible = strip_think(content) if "think>" in content else content
-    if "{" not in visible:
+    if not visible and "think>" in content:
+        think = extract_think(content)
+        _, calls = split_content_tool_calls(think, new_id=new_id, source="reasoning")
+        if calls:
+            return "", calls
+        return content, []
+    if "{" not in visible and not any(marker in visible for marker in CALL_MARKERS):
         return content, []
     calls: list[ToolCall] = []
     spans: list[tuple[int, int]] = []
-    for start, end, candidate in _iter_content_candidates(visible):
-        objects = _decode_call_object(candidate)
-        if not objects and "<tool_call>" in visible[start:end]:
-            # A <tool_call> block whose body does not decode: still a call, but broken.
+    for start, end, candidate, syntax in _iter_content_candidates(visible):
+        objects = _decode_block(candidate, syntax)
+        if not objects and syntax in ("tool_call", "function", "mistral"):
+            # A call block whose body does not decode: still a call, but broken.
             calls.append(ToolCall(
                 id=new_id(), name=_guess_name(candidate), arguments=None,
                 raw_arguments=candidate, error="invalid_json",
                 error_message=f"tool call is not valid JSON: {_excerpt(candidate)}",
-                index=len(calls), source="content",
+                index=len(calls), source=source,
             ))
             spans.append((start, end))
             continue
@@ -294,7 +399,7 @@ def split_content_tool_calls(
             raw_args = obj.get("arguments", obj.get("parameters"))
             calls.append(_make_call(
                 call_id=new_id(), name=obj["name"], raw_args=raw_args, index=len(calls),
-                source="content",
+                source=source,
             ))
         if objects:
             spans.append((start, end))
@@ -313,8 +418,25 @@ def split_content_tool_calls(
     return remaining, calls
 
 
+def reasoning_tool_calls(
+    content: str | None, reasoning: str | None, *, new_id: Callable[[], str]
+) -> list[ToolCall]:
+    """Calls written in the reasoning field when the content holds nothing visible.
+
+    LM Studio with Qwen3.6 (lmstudio-bug-tracker #2045) and llama.cpp with some
+    templates leave the model's call inside ``reasoning_content``: the reply carries an
+    empty content and no native call. Only then is the reasoning read -- a model that
+    answers in its content was only thinking about a call.
+    """
+    if not reasoning or strip_think(content):
+        return []
+    if not any(marker in reasoning for marker in CALL_MARKERS):
+        return []  # prose reasoning: bare JSON in it is an example, not a call
+    return split_content_tool_calls(reasoning, new_id=new_id, source="reasoning")[1]
+
+
 def _guess_name(candidate: str) -> str:
-    m = re.search(r'"name"\s*:\s*"([^"]+)"', candidate)
+    m = re.search(r'"name"\s*:\s*"([^"]+)"', candidate) or re.search(r"<function=([^>\n]+)>", candidate)
     return m.group(1) if m else ""
 
 
