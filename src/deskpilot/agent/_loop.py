@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
+from deskpilot._errors import DeskpilotError, ModelStreamError, PlatformError, RunInterrupted
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -112,7 +112,10 @@ class StepLimit(DeskpilotError):
 class ModeResult:
     """What a mode's ``run`` returns: the outcome word and the final answer text."""
 
-    outcome: str  # "answered", "max_steps", or a mode's own word ("done", "blocked", ...)
+    #: "answered" (finished on purpose), "truncated" (cut at the token limit),
+    #: "no_action" (nothing actionable after one reminder), "max_steps", or a mode's own
+    #: word ("done", "blocked", ...). "server_error" and "error" come from run_agent.
+    outcome: str
     answer: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -128,7 +131,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.outcome not in ("error", "interrupted")
+        return self.outcome not in ("error", "server_error", "interrupted")
 
 
 @dataclass(slots=True)
@@ -856,7 +859,10 @@ async def run_agent_async(
             error = None if outcome == "max_time" else f"stopped by {reason}"
             answer = strip_think(session.last_content)
         except DeskpilotError as exc:
-            outcome, error = "error", f"{type(exc).__name__}: {exc}"
+            # An error event in a stream, or a stream cut short: the server failed
+            # mid-answer (not a configuration problem), an outcome of its own.
+            outcome = "server_error" if isinstance(exc, ModelStreamError) else "error"
+            error = f"{type(exc).__name__}: {exc}"
             extra["error_details"] = _jsonable(exc.details)
     except _SetupInterrupted:
         outcome, error = "interrupted", f"stopped by {interrupted[0]} before the first request"

@@ -4,8 +4,13 @@ Turn policy:
 
 1. system prompt (for the tool set) + task; the first screenshot (seed 000 observes
    before the first request).
-2. Each step: request -> answer. No tool call: the answer (think blocks stripped) ends
-   the run. Otherwise the first call runs; extra calls are answered with
+2. Each step: request -> answer. No tool call: what the answer is decides the outcome
+   (:func:`final_verdict`): a final text the model finished on purpose
+   (``finish_reason`` stop) ends the run ``answered``; a reply cut at the token limit
+   ends it ``truncated``; an empty reply, or action text no parser could read (UI-TARS
+   ``Action: click(...)``, a broken call block), gets one reminder to call a tool and,
+   when the next reply is no better, ends the run ``no_action``. Otherwise the first
+   call runs; extra calls are answered with
    ``too_many_tool_calls`` (``agent.one_tool_call = false`` runs them all, in order).
 3. After an action the screen settles and the tool result says whether it changed.
    With ``agent.observe_after_action`` (default) the settled frame is attached as the
@@ -28,10 +33,42 @@ from deskpilot.agent._history import History
 from deskpilot.agent._loop import ModeResult, Observation, Session, Turn
 from deskpilot.agent._modes import ModeSpec
 from deskpilot.agent._prompts import observation_text, system_prompt
-from deskpilot.agent._toolcalls import ToolCall, strip_think
+from deskpilot.agent._toolcalls import CALL_MARKERS, ToolCall, strip_think
 from deskpilot.agent._tools import ToolOutcome, ToolSet, err_payload, toolset
 
-__all__ = ["MODE", "SingleMode"]
+__all__ = ["MODE", "NO_ACTION_REMINDER", "SingleMode", "final_verdict"]
+
+#: Finish reasons that mean "the model ended its reply on purpose" (OpenAI, llama.cpp,
+#: vLLM, LM Studio: ``stop``; Ollama's native API: ``stop``; some gateways: ``eos``,
+#: ``end_turn``). ``None``: a server that does not say (a complete JSON body).
+_FINISHED = frozenset({"stop", "eos", "end_turn", "stop_sequence"})
+_TRUNCATED = frozenset({"length", "max_tokens", "model_length"})
+# Text that is an action in a syntax no parser read: not a final answer.
+_ACTION_TEXT = (*CALL_MARKERS, "Action:", "<|box_start|>", "<point>", "</tool_call>", "<arg_key>")
+
+NO_ACTION_REMINDER = (
+    "Your last reply contained no tool call that could be run and no final answer. "
+    "To act, call one of the tools (a native tool call). When the task is complete, "
+    "reply with a short final answer in plain text and no tool call."
+)
+
+
+def final_verdict(content: str, finish_reason: str | None) -> str:
+    """What a reply without tool calls means: ``"answered"`` (a final text, finished on
+    purpose), ``"truncated"`` (cut at the token limit, e.g. a thinking model that spent
+    ``max_tokens`` on its reasoning) or ``"no_action"`` (empty, or action text that was
+    not understood)."""
+    if finish_reason in _TRUNCATED:
+        return "truncated"
+    visible = strip_think(content)
+    if not visible:
+        return "no_action"
+    if any(marker in visible for marker in _ACTION_TEXT):
+        return "no_action"
+    if finish_reason is None or finish_reason in _FINISHED:
+        return "answered"
+    # "tool_calls" without a call, "content_filter", ...: not a final answer.
+    return "no_action"
 
 
 class SingleMode:
@@ -68,6 +105,7 @@ class SingleMode:
         first = await session.observe(turn)
         session.show(turn, history, first, text=self._text(zoomed=False, unchanged=False))
         stream = self.config.model.stream
+        reminded = False
         while True:
             early: dict[str, Any] = {}
 
@@ -92,9 +130,20 @@ class SingleMode:
                 extra_calls = calls[1:] if self.one_call else []
             if not calls:
                 answer = strip_think(completion.content)
-                turn.record["final"] = True
+                verdict = final_verdict(completion.content, completion.finish_reason)
+                if verdict == "no_action" and not reminded:
+                    # Tell the model once what was wrong, and ask again.
+                    reminded = True
+                    turn.record["no_action"] = {"finish_reason": completion.finish_reason, "reminded": True}
+                    history.add_user(NO_ACTION_REMINDER)
+                    continue
+                turn.record["final"] = verdict == "answered"
                 turn.record["answer"] = answer
-                return ModeResult("answered", answer)
+                if verdict == "answered":
+                    return ModeResult("answered", answer)
+                turn.record["ended_by"] = verdict
+                return ModeResult(verdict, answer, {"finish_reason": completion.finish_reason})
+            reminded = False
 
             results: list[tuple[ToolCall, ToolOutcome]] = []
             for call in run_calls:

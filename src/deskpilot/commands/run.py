@@ -24,7 +24,9 @@ from typing import Any
 
 __all__ = ["add_agent_options", "add_model_options", "add_safety_options", "config_from_args", "register"]
 
-_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
+# 4-6: the run ended without the model finishing on purpose (README "Model servers").
+_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "truncated": 4, "no_action": 5,
+               "server_error": 6, "interrupted": 130}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:

@@ -506,6 +506,13 @@ class ModelServer:
             hdrs = {"content-type": "application/json", **fault.headers, "content-length": str(len(fault.body))}
             writer.write(_head(fault.status, hdrs, keep_alive=keep_alive) + fault.body)
             return keep_alive
+        if kind == "raw":
+            record.status = fault.status
+            # The recorded headers (minus framing: this body ends when the connection closes).
+            hdrs = {k: v for k, v in fault.headers.items()
+                    if k not in ("content-length", "transfer-encoding", "connection")}
+            writer.write(_head(fault.status, hdrs, keep_alive=False) + fault.body)
+            return False
         if kind == "drop":
             if fault.delay > 0:
                 await asyncio.sleep(fault.delay)
