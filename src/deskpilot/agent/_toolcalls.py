@@ -172,7 +172,9 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any] | None, str, str | None, s
         text = orjson.dumps(raw, default=repr).decode()
         return None, text, "invalid_args", f"arguments must be a JSON object, got {type(raw).__name__}"
     if not raw.strip():
-        return {}, raw, None, None
+        # A call streamed without any arguments fragment: echo it back as "{}" (older
+        # vLLM and Ollama reject "" as the arguments of a past call).
+        return {}, "{}", None, None
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
