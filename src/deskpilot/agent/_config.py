@@ -145,7 +145,7 @@ class LoopSettings:
     """``[agent]``: the turn policy of the single mode and the shared loop."""
 
     mode: str = setting("single", env="AGENT_MODE", help="single (team/stateless when installed)")
-    toolset: str = setting("seed000", env="AGENT_TOOLSET", choices=("seed000", "seed001", "extended"))
+    toolset: str = setting("seed000", env="AGENT_TOOLSET", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"))
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
     max_seconds: float = setting(0.0, env="AGENT_MAX_SECONDS", minimum=0.0, help="0 = no wall limit")
     step_delay: float = setting(

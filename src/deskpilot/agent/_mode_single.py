@@ -28,6 +28,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History
 from deskpilot.agent._loop import ModeResult, Observation, Session, Turn
@@ -36,7 +38,7 @@ from deskpilot.agent._prompts import observation_text, system_prompt
 from deskpilot.agent._toolcalls import CALL_MARKERS, ToolCall, strip_think
 from deskpilot.agent._tools import ToolOutcome, ToolSet, err_payload, toolset
 
-__all__ = ["MODE", "NO_ACTION_REMINDER", "SingleMode", "final_verdict"]
+__all__ = ["MODE", "NO_ACTION_REMINDER", "UITARS_REMINDER", "SingleMode", "final_verdict"]
 
 #: Finish reasons that mean "the model ended its reply on purpose" (OpenAI, llama.cpp,
 #: vLLM, LM Studio: ``stop``; Ollama's native API: ``stop``; some gateways: ``eos``,
@@ -50,6 +52,12 @@ NO_ACTION_REMINDER = (
     "Your last reply contained no tool call that could be run and no final answer. "
     "To act, call one of the tools (a native tool call). When the task is complete, "
     "reply with a short final answer in plain text and no tool call."
+)
+
+UITARS_REMINDER = (
+    "Your last reply had no action that could be run. Answer in the output format: a line "
+    "'Thought: ...' and a line 'Action: ...' with one action of the action space; when the "
+    "task is complete, Action: finished(content='...')."
 )
 
 
@@ -77,9 +85,12 @@ class SingleMode:
         self.tools = tools or toolset(config.agent.toolset)
         self.one_call = config.agent.one_tool_call
         self.auto_observe = config.agent.observe_after_action
-        self.prompt = prompt or system_prompt(
+        self.prompt = prompt or self.tools.prompt or system_prompt(
             self.tools, one_call_per_step=self.one_call, auto_observe=self.auto_observe
         )
+        #: A text protocol (UI-TARS): no tools in the request, calls read from the content,
+        #: results sent back as user text (there is no tool_call id to answer).
+        self.text_protocol = self.tools.text_protocol
         self._images = 0
 
     def new_history(self) -> History:
@@ -89,7 +100,7 @@ class SingleMode:
             keep_last_screenshots=h.keep_last_screenshots,
             keep_last_thinks=h.keep_last_thinks,
             prune_chunk=h.prune_chunk,
-            tools=self.tools.schemas(),
+            tools=None if self.text_protocol is not None else self.tools.schemas(),
         )
 
     def _text(self, *, zoomed: bool, unchanged: bool) -> str:
@@ -126,16 +137,24 @@ class SingleMode:
             with turn.timer.phase("parse"):
                 history.add_assistant(completion.message)
                 calls = completion.tool_calls
-                run_calls = calls[:1] if self.one_call else calls
-                extra_calls = calls[1:] if self.one_call else []
+                if self.text_protocol is not None and not calls:
+                    calls = self.text_protocol(completion.content, session.client.new_call_id)
+                    if calls:
+                        turn.record["text_calls"] = [c.as_dict() for c in calls]
+                # A UI-TARS reply may hold several actions: its protocol runs them in order.
+                one = self.one_call and self.text_protocol is None
+                run_calls = calls[:1] if one else calls
+                extra_calls = calls[1:] if one else []
             if not calls:
                 answer = strip_think(completion.content)
                 verdict = final_verdict(completion.content, completion.finish_reason)
+                if verdict == "answered" and self.text_protocol is not None:
+                    verdict = "no_action"  # the protocol ends only by its own finished()
                 if verdict == "no_action" and not reminded:
                     # Tell the model once what was wrong, and ask again.
                     reminded = True
                     turn.record["no_action"] = {"finish_reason": completion.finish_reason, "reminded": True}
-                    history.add_user(NO_ACTION_REMINDER)
+                    history.add_user(UITARS_REMINDER if self.text_protocol is not None else NO_ACTION_REMINDER)
                     continue
                 turn.record["final"] = verdict == "answered"
                 turn.record["answer"] = answer
@@ -159,6 +178,17 @@ class SingleMode:
             if leftover is not None:  # the early call was not among those to run (cannot happen for index 0)
                 await asyncio.gather(leftover, return_exceptions=True)
 
+            final = next((o.final for _, o in results if o.final is not None), None)
+            if final is not None:
+                # terminate / answer / finished / call_user: the model ended the task.
+                status, text = final
+                answer = text or strip_think(completion.content)
+                turn.record["final"] = True
+                turn.record["answer"] = answer
+                if status == "success":
+                    return ModeResult("answered", answer)
+                turn.record["ended_by"] = "failed"
+                return ModeResult("failed", answer, {"model_status": status})
             last = results[-1][1]
             wants_image = any(o.observe for _, o in results)
             acted = any(o.acted for _, o in results)
@@ -177,8 +207,14 @@ class SingleMode:
                             image_size=list(obs.shot.size),
                             screen_size=[obs.mapping.area.width, obs.mapping.area.height],
                         )
+            text_results: list[str] = []
             for call, outcome in results:
-                history.add_tool_result(call.id, outcome.payload, name=call.name or None)
+                if self.text_protocol is not None:
+                    text_results.append(f"{call.name or 'action'}: {orjson.dumps(outcome.payload).decode()}")
+                else:
+                    history.add_tool_result(call.id, outcome.payload, name=call.name or None)
+            if text_results and obs is None:
+                history.add_user("Result: " + "; ".join(text_results))
             for call in extra_calls:
                 payload = err_payload(
                     "too_many_tool_calls",
@@ -189,10 +225,10 @@ class SingleMode:
                 history.add_tool_result(call.id, payload, name=call.name or None)
             if obs is not None:
                 force = wants_image or last.zoom is not None or obs.shot.zoomed
-                session.show(
-                    turn, history, obs, text=self._text(zoomed=obs.shot.zoomed, unchanged=obs.unchanged and not force),
-                    force_image=force,
-                )
+                text = self._text(zoomed=obs.shot.zoomed, unchanged=obs.unchanged and not force)
+                if text_results:
+                    text = "Result: " + "; ".join(text_results) + "\n" + text
+                session.show(turn, history, obs, text=text, force_image=force)
             await session.pause(turn, self.config.agent.effective_step_delay)
 
 

@@ -26,7 +26,7 @@ __all__ = ["add_agent_options", "add_model_options", "add_safety_options", "conf
 
 # 4-6: the run ended without the model finishing on purpose (README "Model servers").
 _EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "truncated": 4, "no_action": 5,
-               "server_error": 6, "interrupted": 130}
+               "server_error": 6, "failed": 7, "interrupted": 130}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +45,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("agent")
     g.add_argument("--mode", help="single (default); team and stateless when installed (AGENT_MODE)")
-    g.add_argument("--toolset", choices=("seed000", "seed001", "extended"), help="tool names and set (AGENT_TOOLSET)")
+    g.add_argument("--toolset", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
+                   help="tool names and set (AGENT_TOOLSET); qwen / uitars: the models' own formats")
     g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
     g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
     g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")
