@@ -160,9 +160,20 @@ def test_permanent_errors_are_not_retried(tmp_path: Path, fixture: str, needle: 
     assert time.monotonic() - started < 30  # no backoff sleeps happened (a bound, not a timing check)
 
 
-def test_vllm_image_limit_hint_names_the_limit_not_a_vision_model(tmp_path: Path) -> None:
-    result, _, _ = run(tmp_path, [raw("vllm_one_image_400")])
-    error = result.error or ""
+def test_vllm_image_limit_is_learned_and_applied_to_pruning(tmp_path: Path) -> None:
+    # Turn 2 carries two screenshots (keep_last_screenshots = 2): old vLLM refuses it.
+    result, srv, desk = run(tmp_path, [click_reply(), raw("vllm_one_image_400"), "Done."],
+                            flags={"history.keep_last_screenshots": 2})
+    assert result.outcome == "answered", result.error
+    assert [r.image_count for r in srv.requests] == [1, 2, 1]
+    assert result.summary["server"]["max_images"] == 1
+    assert "at most 1 image(s)" in result.summary["server"]["learned"][0]
+
+
+def test_vllm_image_limit_hint_names_the_limit_not_a_vision_model() -> None:
+    result, srv = _complete([raw("vllm_one_image_400")])
+    error = str(result)
+    assert isinstance(result, ModelHTTPError) and len(srv.requests) == 1
     assert "at most 1 image(s) per request" in error and "--limit-mm-per-prompt" in error
     assert "load a vision model" not in error
 
@@ -275,3 +286,49 @@ def test_stateless_mode_outcomes(tmp_path: Path, fixture: str, outcome: str) -> 
     result, srv, _ = run(tmp_path, [raw(fixture)] * 4, flags=_stateless_flags())
     assert result.outcome == outcome, result.error
     assert len(srv.requests) == 1
+
+
+# -- server profiles -----------------------------------------------------------------------------------
+
+
+def test_auto_profile_learns_the_token_field_and_temperature_from_the_400s(tmp_path: Path) -> None:
+    script = [raw("openai_max_tokens_unsupported"), raw("openai_temperature_unsupported"), "Done."]
+    result, srv, _ = run(tmp_path, script, flags={"model.model": "gpt-5-mini", "model.max_tokens": 512})
+    assert result.outcome == "answered", result.error
+    bodies = [r.body for r in srv.requests]
+    assert "max_tokens" in bodies[0] and "temperature" in bodies[0]
+    assert "max_completion_tokens" in bodies[1] and "max_tokens" not in bodies[1] and "temperature" in bodies[1]
+    assert bodies[2]["max_completion_tokens"] == 512 and "temperature" not in bodies[2]
+    assert len(result.summary["server"]["learned"]) == 2
+
+
+@pytest.mark.parametrize(("server", "model", "field", "temperature"), [
+    ("openai", "gpt-5-mini", "max_completion_tokens", False),
+    ("openai", "o4-mini", "max_completion_tokens", False),
+    ("openai", "gpt-4o", "max_completion_tokens", True),
+    ("ollama", "qwen2.5vl:7b", "max_tokens", True),
+    ("llamacpp", "any", "max_tokens", True),
+    ("vllm", "any", "max_tokens", True),
+    ("lmstudio", "qwen3-vl-8b-instruct", "max_tokens", True),
+])
+def test_explicit_profiles_shape_the_first_request(tmp_path: Path, server: str, model: str, field: str,
+                                                   temperature: bool) -> None:
+    result, srv, _ = run(tmp_path, ["Done."], flags={"model.server": server, "model.model": model})
+    assert result.outcome == "answered", result.error
+    body = srv.requests[0].body
+    assert field in body and ({"max_tokens", "max_completion_tokens"} - {field}).isdisjoint(body)
+    assert ("temperature" in body) is temperature
+
+
+def test_auto_detection_from_the_endpoint() -> None:
+    from deskpilot.agent._servers import detect_profile
+
+    assert detect_profile("https://api.openai.com/v1/chat/completions") == "openai"
+    assert detect_profile("http://localhost:1234/v1/chat/completions") == "lmstudio"
+    assert detect_profile("http://127.0.0.1:11434/v1/chat/completions") == "ollama"
+    assert detect_profile("http://127.0.0.1:11434/api/chat") == "ollama"
+    assert detect_profile("http://gpu:8080/v1/chat/completions") == "llamacpp"
+    assert detect_profile("http://gpu:8000/v1/chat/completions") == "vllm"
+    assert detect_profile("http://gpu:9999/v1/chat/completions", owned_by="llamacpp") == "llamacpp"
+    assert detect_profile("http://gpu:9999/v1/chat/completions", owned_by="organization_owner") == "lmstudio"
+    assert detect_profile("http://gpu:9999/v1/chat/completions") == "generic"

@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, ModelStreamError, PlatformError, RunInterrupted
+from deskpilot._errors import DeskpilotError, ModelHTTPError, ModelStreamError, PlatformError, RunInterrupted
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -58,6 +58,7 @@ from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
+from deskpilot.agent._servers import ServerProfile
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._settle import SettlePolicy, settle
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
@@ -269,6 +270,8 @@ class Session:
             "frames_encoded": 0,
         }
         self.last_content = ""
+        #: What this run's server wants in a request (``--server``; learns from 400s).
+        self.profile = ServerProfile.for_run(config.model.server, config.model.endpoint, config.model.model)
 
     # ------------------------------------------------------------------ turns
     def start(self, role: str = "agent") -> Turn:
@@ -347,15 +350,23 @@ class Session:
             redaction.learn_tools(tools)  # before the exchange log records the answer
         model = self.config.model
         previous = self._pending
-        with previous.timer.phase("request_build") if previous else nullcontext():
-            body = history.build_request(
+        profile = self.profile
+        profile.apply(history)
+
+        def build() -> bytes:
+            return history.build_request(
                 model=model.model,
                 tools=tools,
                 tool_choice=tool_choice or model.tool_choice,
-                temperature=model.temperature if temperature is None else temperature,
-                max_tokens=model.max_tokens if max_tokens is None else max_tokens,
                 stream=model.stream,
+                **profile.request_args(
+                    temperature=model.temperature if temperature is None else temperature,
+                    max_tokens=model.max_tokens if max_tokens is None else max_tokens,
+                ),
             )
+
+        with previous.timer.phase("request_build") if previous else nullcontext():
+            body = build()
         stats = history.stats()
         request_at = time.perf_counter()
         if previous is not None:
@@ -374,9 +385,21 @@ class Session:
 
         started = time.perf_counter()
         try:
-            completion = await self.client.complete(
-                body, context={"turn": turn.number, "role": role}, on_tool_call=callback
-            )
+            while True:
+                try:
+                    completion = await self.client.complete(
+                        body, context={"turn": turn.number, "role": role}, on_tool_call=callback
+                    )
+                    break
+                except ModelHTTPError as exc:
+                    # A 400 that says what the server wants (the token-limit field, no
+                    # temperature, fewer images): adapt once per lesson and resend the turn.
+                    lesson = profile.learn(exc, history)
+                    if lesson is None:
+                        raise
+                    turn.record.setdefault("server_adapted", []).append(lesson)
+                    body = build()
+                    turn.record["request"].update(images=history.stats().images_live, bytes=len(body))
         finally:
             turn.timer.add("model", (time.perf_counter() - started) * 1000)
             self.steps += 1
@@ -606,6 +629,8 @@ class Session:
             "screenshot_dir": str(self.runlog.dump_dir),
             "totals": dict(self.totals),
             "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
+            # Only when the server's answers changed the requests (keeps plain runs' summaries as they were).
+            **({"server": self.profile.describe()} if self.profile.learned else {}),
             **(dict(extra) if extra else {}),
         }
 

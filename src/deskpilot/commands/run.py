@@ -35,6 +35,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", help="model id (LMSTUDIO_MODEL)")
     g.add_argument("--api-key", dest="api_key", help="bearer token (LMSTUDIO_API_KEY / OPENAI_API_KEY)")
     g.add_argument("--timeout", type=float, help="seconds per request (LMSTUDIO_TIMEOUT)")
+    g.add_argument("--server", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
+                   help="server profile: token-limit field, temperature, image limit (LMSTUDIO_SERVER; default auto)")
     g.add_argument("--config", metavar="PATH", help="TOML config file (default ./deskpilot.toml if present)")
     g.add_argument(
         "--set", dest="set_values", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -93,6 +95,7 @@ _FLAG_KEYS = {
     "endpoint": "model.endpoint",
     "model": "model.model",
     "api_key": "model.api_key",
+    "server": "model.server",
     "timeout": "model.timeout",
     "temperature": "model.temperature",
     "max_tokens": "model.max_tokens",

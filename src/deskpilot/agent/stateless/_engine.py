@@ -466,13 +466,15 @@ class StatelessEngine:
             feedback=self.settings.feedback,
         )
         history.add_observation(png_data_url(png), text=text, label=f"turn {number}")
+        # The server profile decides the token-limit field and whether temperature goes.
+        args = self.session.profile.request_args(temperature=model.temperature, max_tokens=model.max_tokens)
         return history.build_request(
             model=model.model,
             tools=[],
-            temperature=model.temperature,
-            max_tokens=model.max_tokens,
+            temperature=args["temperature"],
+            max_tokens=args["max_tokens"],
             stream=model.stream,
-            extra={"top_p": self.settings.top_p},
+            extra={"top_p": self.settings.top_p, **(args["extra"] or {})},
         )
 
     # ------------------------------------------------------------------ actions
