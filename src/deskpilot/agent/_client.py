@@ -273,6 +273,30 @@ class ChatClient:
             raise self._response_error(f"{url} answered no model list", response.content, attempts=1, context=None)
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
+    async def get_json(self, url: str, *, timeout: float = 5.0) -> tuple[Any, dict[str, str]]:
+        """GET ``url`` (a server's side route: ``/props``, ``/api/ps``...) -> (JSON, headers).
+
+        For ``deskpilot doctor``; raises a :class:`ModelError` when it cannot be read."""
+        try:
+            response = await self._http.get(url, headers=self._headers, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise self._timeout_error(exc, attempts=1, context=None, url=url) from exc
+        except httpx.HTTPError as exc:
+            raise self._connection_error(exc, attempts=1, context=None, url=url) from exc
+        if response.status_code >= 400:
+            raise self._http_error(response.status_code, response.content, attempts=1, context=None, url=url)
+        try:
+            return orjson.loads(response.content), dict(response.headers)
+        except orjson.JSONDecodeError as exc:
+            raise self._response_error(f"{url} did not answer JSON", response.content, attempts=1,
+                                       context=None) from exc
+
+    def base_url(self) -> str:
+        """The server's root (``http://host:port``), for routes outside ``/v1``."""
+        parts = httpx.URL(self.endpoint)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.host}{port}"
+
     async def chat(
         self,
         messages: list[dict[str, Any]],
