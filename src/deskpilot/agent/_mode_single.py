@@ -182,7 +182,7 @@ class SingleMode:
             if final is not None:
                 # terminate / answer / finished / call_user: the model ended the task.
                 status, text = final
-                answer = text or strip_think(completion.content)
+                answer = text or strip_think(completion.content) or f"the model ended the task: {status}"
                 turn.record["final"] = True
                 turn.record["answer"] = answer
                 if status == "success":
