@@ -13,8 +13,11 @@ from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 def checks(flags: dict[str, Any]) -> dict[str, Any]:
     policy = ScriptedPolicy([Reply(tool_calls=[("report_color", {"color": "red"})])])
     with ModelServer(policy, model="qwen2.5vl:7b") as server:
-        config = load_config(flags={"model.endpoint": server.endpoint, "model.model": "qwen2.5vl:7b", **flags},
-                             env={}, search_default=False)
+        config = load_config(
+            flags={"model.endpoint": server.endpoint, "model.model": "qwen2.5vl:7b", **flags},
+            env={},
+            search_default=False,
+        )
         found = asyncio.run(_model_checks(config, probe="red"))
     return {c.name: c for c in found}
 
@@ -30,8 +33,13 @@ def test_ollama_profile_warns_about_the_default_context_with_the_fix() -> None:
 
 
 def test_small_requests_fit_ollamas_default() -> None:
-    flags = {"model.server": "ollama", "screen.image_width": 448, "screen.image_height": 252,
-             "history.keep_last_screenshots": 1, "model.max_tokens": 512}
+    flags = {
+        "model.server": "ollama",
+        "screen.image_width": 448,
+        "screen.image_height": 252,
+        "history.keep_last_screenshots": 1,
+        "model.max_tokens": 512,
+    }
     found = checks(flags)
     assert found["context"].status == "PASS"
 

@@ -42,18 +42,31 @@ def raw(name: str) -> Fault:
     return Fault.raw(answer(name))
 
 
-def run(tmp_path: Path, script: list[Any], *, flags: dict[str, Any] | None = None,
-        task: str = "click the target") -> tuple[Any, ModelServer, SimulatedDesktop]:
+def run(
+    tmp_path: Path,
+    script: list[Any],
+    *,
+    flags: dict[str, Any] | None = None,
+    task: str = "click the target",
+) -> tuple[Any, ModelServer, SimulatedDesktop]:
     discover_modes()
     desk = SimulatedDesktop()
     with ModelServer(ScriptedPolicy(script)) as srv:
         cfg = load_config(
-            flags={"model.endpoint": srv.endpoint, "run.runs_dir": str(tmp_path / "runs"), "run.quiet": True,
-                   "model.retries": 2, "agent.max_steps": 6, **(flags or {})},
-            env={}, search_default=False,
+            flags={
+                "model.endpoint": srv.endpoint,
+                "run.runs_dir": str(tmp_path / "runs"),
+                "run.quiet": True,
+                "model.retries": 2,
+                "agent.max_steps": 6,
+                **(flags or {}),
+            },
+            env={},
+            search_default=False,
         )
-        result = run_agent(cfg, task, screen_factory=lambda: desk, hands_factory=lambda: desk,
-                           handle_signals=False)
+        result = run_agent(
+            cfg, task, screen_factory=lambda: desk, hands_factory=lambda: desk, handle_signals=False
+        )
     return result, srv, desk
 
 
@@ -83,11 +96,21 @@ def test_thinking_model_out_of_tokens_ends_truncated(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("fixture", ["lmstudio_toolcall_in_reasoning", "lmstudio_qwen35_xml_content",
-                                     "llamacpp_stream_toolcall", "ollama_object_args"])
-def test_tool_calls_in_every_server_form_are_acted_on(tmp_path: Path, fixture: str, stream: bool) -> None:
-    result, srv, desk = run(tmp_path, [raw(fixture), "Done: the target is clicked."],
-                            flags={"model.stream": stream})
+@pytest.mark.parametrize(
+    "fixture",
+    [
+        "lmstudio_toolcall_in_reasoning",
+        "lmstudio_qwen35_xml_content",
+        "llamacpp_stream_toolcall",
+        "ollama_object_args",
+    ],
+)
+def test_tool_calls_in_every_server_form_are_acted_on(
+    tmp_path: Path, fixture: str, stream: bool
+) -> None:
+    result, srv, desk = run(
+        tmp_path, [raw(fixture), "Done: the target is clicked."], flags={"model.stream": stream}
+    )
     assert result.outcome == "answered", result.error
     assert len(desk.target_clicks) == 1
     # The call went back into the history as a proper tool call with its result.
@@ -130,12 +153,14 @@ def test_uitars_text_gets_one_reminder_then_no_action(tmp_path: Path) -> None:
 
 
 def test_after_the_reminder_a_real_call_runs(tmp_path: Path) -> None:
-    result, srv, desk = run(tmp_path, [raw("vllm_uitars_action_text"), click_reply(), "Done."])
+    result, _srv, desk = run(tmp_path, [raw("vllm_uitars_action_text"), click_reply(), "Done."])
     assert result.outcome == "answered" and len(desk.target_clicks) == 1
 
 
 def test_no_argument_call_is_echoed_with_an_empty_object(tmp_path: Path) -> None:
-    result, srv, _ = run(tmp_path, [raw("vllm_noarg_toolcall_stream"), "Done."], flags={"model.stream": True})
+    result, srv, _ = run(
+        tmp_path, [raw("vllm_noarg_toolcall_stream"), "Done."], flags={"model.stream": True}
+    )
     assert result.outcome == "answered"
     assistant = [m for m in srv.requests[1].messages if m.get("role") == "assistant"][-1]
     assert assistant["tool_calls"][0]["function"]["arguments"] == "{}"
@@ -144,26 +169,37 @@ def test_no_argument_call_is_echoed_with_an_empty_object(tmp_path: Path) -> None
 # -- retries: permanent errors, rate limits ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("fixture", "needle"), [
-    ("llamacpp_jinja_500", "--jinja"),
-    ("llamacpp_mmproj_500", "--mmproj"),
-    ("openai_insufficient_quota", "quota"),
-    ("lmstudio_no_models_loaded", "No models loaded"),
-])
+@pytest.mark.parametrize(
+    ("fixture", "needle"),
+    [
+        ("llamacpp_jinja_500", "--jinja"),
+        ("llamacpp_mmproj_500", "--mmproj"),
+        ("openai_insufficient_quota", "quota"),
+        ("lmstudio_no_models_loaded", "No models loaded"),
+    ],
+)
 def test_permanent_errors_are_not_retried(tmp_path: Path, fixture: str, needle: str) -> None:
     started = time.monotonic()
     result, srv, _ = run(tmp_path, [raw(fixture)] * 4, flags={"model.retries": 3})
     assert result.outcome == "error"
     assert len(srv.requests) == 1
     assert needle in (result.error or "")
-    assert result.summary["error_details"]["retry"] == "permanent" or fixture == "lmstudio_no_models_loaded"
-    assert time.monotonic() - started < 30  # no backoff sleeps happened (a bound, not a timing check)
+    assert (
+        result.summary["error_details"]["retry"] == "permanent"
+        or fixture == "lmstudio_no_models_loaded"
+    )
+    assert (
+        time.monotonic() - started < 30
+    )  # no backoff sleeps happened (a bound, not a timing check)
 
 
 def test_vllm_image_limit_is_learned_and_applied_to_pruning(tmp_path: Path) -> None:
     # Turn 2 carries two screenshots (keep_last_screenshots = 2): old vLLM refuses it.
-    result, srv, desk = run(tmp_path, [click_reply(), raw("vllm_one_image_400"), "Done."],
-                            flags={"history.keep_last_screenshots": 2})
+    result, srv, _desk = run(
+        tmp_path,
+        [click_reply(), raw("vllm_one_image_400"), "Done."],
+        flags={"history.keep_last_screenshots": 2},
+    )
     assert result.outcome == "answered", result.error
     assert [r.image_count for r in srv.requests] == [1, 2, 1]
     assert result.summary["server"]["max_images"] == 1
@@ -217,17 +253,23 @@ def test_retry_wait_is_bounded_by_the_run_deadline() -> None:
             except Exception as exc:
                 return exc
 
-    with ModelServer(ScriptedPolicy([raw("openai_ratelimit_headers"), "ok"]), validate=False) as srv:
+    with ModelServer(
+        ScriptedPolicy([raw("openai_ratelimit_headers"), "ok"]), validate=False
+    ) as srv:
         result = asyncio.run(main(srv))
     assert isinstance(result, ModelHTTPError) and "run's remaining time" in str(result)
     assert len(srv.requests) == 1
 
 
 def test_classification_table() -> None:
-    assert classify_http_error(500, answer("llamacpp_jinja_500").split(b"\n\n", 1)[1], {}).kind == "permanent"
+    assert (
+        classify_http_error(500, answer("llamacpp_jinja_500").split(b"\n\n", 1)[1], {}).kind
+        == "permanent"
+    )
     assert classify_http_error(503, b'{"error": "Model is loading"}', {}).kind == "transient"
-    verdict = classify_http_error(429, b"{}", {"x-ratelimit-reset-tokens": "6m0s",
-                                               "x-ratelimit-remaining-tokens": "0"})
+    verdict = classify_http_error(
+        429, b"{}", {"x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "0"}
+    )
     assert verdict.kind == "rate_limit" and verdict.wait == 360.0
     assert classify_http_error(429, b"{}", {"retry-after-ms": "250"}).wait == 0.25
 
@@ -245,43 +287,67 @@ def test_error_field_is_a_stream_error_in_the_client() -> None:
 
 
 def _plan(variant: Any) -> Reply:
-    args = ({"operator_instructions": "Click the target.", "rationale": "r"} if variant.name == "002"
-            else {"instructions": "Click the target.", "reasoning": "r"})
+    args = (
+        {"operator_instructions": "Click the target.", "rationale": "r"}
+        if variant.name == "002"
+        else {"instructions": "Click the target.", "reasoning": "r"}
+    )
     return Reply(content="PLAN", tool_calls=[(variant.tool_name("plan"), args)])
 
 
-@pytest.mark.parametrize(("fixture", "outcome"), [
-    ("lmstudio_thinking_length", "truncated"),
-    ("llamacpp_error_field", "server_error"),
-])
+@pytest.mark.parametrize(
+    ("fixture", "outcome"),
+    [
+        ("lmstudio_thinking_length", "truncated"),
+        ("llamacpp_error_field", "server_error"),
+    ],
+)
 def test_team_mode_outcomes(tmp_path: Path, fixture: str, outcome: str) -> None:
     variant = VARIANTS["003"]
-    result, srv, _ = run(tmp_path, [_plan(variant), raw(fixture), raw(fixture), raw(fixture)],
-                         flags={"agent.mode": "team", "team.variant": "003", "agent.max_steps": 8})
+    result, srv, _ = run(
+        tmp_path,
+        [_plan(variant), raw(fixture), raw(fixture), raw(fixture)],
+        flags={"agent.mode": "team", "team.variant": "003", "agent.max_steps": 8},
+    )
     assert result.outcome == outcome, result.error
     assert len(srv.requests) == 2
 
 
 def _stateless_flags() -> dict[str, Any]:
-    return {"agent.mode": "stateless", "stateless.capture_scale_percent": 50,
-            "stateless.action_delay_seconds": 0, "stateless.panel": "off",
-            "stateless.boot_vlm_output": json.dumps({"observation": "start", "bboxes": [],
-                                                     "actions": [{"name": "click", "x1": 500, "y1": 412}]})}
+    return {
+        "agent.mode": "stateless",
+        "stateless.capture_scale_percent": 50,
+        "stateless.action_delay_seconds": 0,
+        "stateless.panel": "off",
+        "stateless.boot_vlm_output": json.dumps(
+            {
+                "observation": "start",
+                "bboxes": [],
+                "actions": [{"name": "click", "x1": 500, "y1": 412}],
+            }
+        ),
+    }
 
 
 def test_stateless_reads_the_json_answer_from_the_reasoning(tmp_path: Path) -> None:
-    done = json.dumps({"observation": "Typed it, done.", "bboxes": [], "actions": [{"name": "done"}]})
-    result, srv, desk = run(tmp_path, [raw("lmstudio_stateless_json_in_reasoning"), done],
-                            flags=_stateless_flags())
+    done = json.dumps(
+        {"observation": "Typed it, done.", "bboxes": [], "actions": [{"name": "done"}]}
+    )
+    result, srv, desk = run(
+        tmp_path, [raw("lmstudio_stateless_json_in_reasoning"), done], flags=_stateless_flags()
+    )
     assert result.outcome == "answered", result.error
     assert len(srv.requests) == 2
     assert desk.target_clicks and desk.text == "hello"  # the actions read from the reasoning ran
 
 
-@pytest.mark.parametrize(("fixture", "outcome"), [
-    ("lmstudio_thinking_length", "truncated"),
-    ("llamacpp_error_field", "server_error"),
-])
+@pytest.mark.parametrize(
+    ("fixture", "outcome"),
+    [
+        ("lmstudio_thinking_length", "truncated"),
+        ("llamacpp_error_field", "server_error"),
+    ],
+)
 def test_stateless_mode_outcomes(tmp_path: Path, fixture: str, outcome: str) -> None:
     result, srv, _ = run(tmp_path, [raw(fixture)] * 4, flags=_stateless_flags())
     assert result.outcome == outcome, result.error
@@ -293,26 +359,36 @@ def test_stateless_mode_outcomes(tmp_path: Path, fixture: str, outcome: str) -> 
 
 def test_auto_profile_learns_the_token_field_and_temperature_from_the_400s(tmp_path: Path) -> None:
     script = [raw("openai_max_tokens_unsupported"), raw("openai_temperature_unsupported"), "Done."]
-    result, srv, _ = run(tmp_path, script, flags={"model.model": "gpt-5-mini", "model.max_tokens": 512})
+    result, srv, _ = run(
+        tmp_path, script, flags={"model.model": "gpt-5-mini", "model.max_tokens": 512}
+    )
     assert result.outcome == "answered", result.error
     bodies = [r.body for r in srv.requests]
     assert "max_tokens" in bodies[0] and "temperature" in bodies[0]
-    assert "max_completion_tokens" in bodies[1] and "max_tokens" not in bodies[1] and "temperature" in bodies[1]
+    assert (
+        "max_completion_tokens" in bodies[1]
+        and "max_tokens" not in bodies[1]
+        and "temperature" in bodies[1]
+    )
     assert bodies[2]["max_completion_tokens"] == 512 and "temperature" not in bodies[2]
     assert len(result.summary["server"]["learned"]) == 2
 
 
-@pytest.mark.parametrize(("server", "model", "field", "temperature"), [
-    ("openai", "gpt-5-mini", "max_completion_tokens", False),
-    ("openai", "o4-mini", "max_completion_tokens", False),
-    ("openai", "gpt-4o", "max_completion_tokens", True),
-    ("ollama", "qwen2.5vl:7b", "max_tokens", True),
-    ("llamacpp", "any", "max_tokens", True),
-    ("vllm", "any", "max_tokens", True),
-    ("lmstudio", "qwen3-vl-8b-instruct", "max_tokens", True),
-])
-def test_explicit_profiles_shape_the_first_request(tmp_path: Path, server: str, model: str, field: str,
-                                                   temperature: bool) -> None:
+@pytest.mark.parametrize(
+    ("server", "model", "field", "temperature"),
+    [
+        ("openai", "gpt-5-mini", "max_completion_tokens", False),
+        ("openai", "o4-mini", "max_completion_tokens", False),
+        ("openai", "gpt-4o", "max_completion_tokens", True),
+        ("ollama", "qwen2.5vl:7b", "max_tokens", True),
+        ("llamacpp", "any", "max_tokens", True),
+        ("vllm", "any", "max_tokens", True),
+        ("lmstudio", "qwen3-vl-8b-instruct", "max_tokens", True),
+    ],
+)
+def test_explicit_profiles_shape_the_first_request(
+    tmp_path: Path, server: str, model: str, field: str, temperature: bool
+) -> None:
     result, srv, _ = run(tmp_path, ["Done."], flags={"model.server": server, "model.model": model})
     assert result.outcome == "answered", result.error
     body = srv.requests[0].body
@@ -330,5 +406,8 @@ def test_auto_detection_from_the_endpoint() -> None:
     assert detect_profile("http://gpu:8080/v1/chat/completions") == "llamacpp"
     assert detect_profile("http://gpu:8000/v1/chat/completions") == "vllm"
     assert detect_profile("http://gpu:9999/v1/chat/completions", owned_by="llamacpp") == "llamacpp"
-    assert detect_profile("http://gpu:9999/v1/chat/completions", owned_by="organization_owner") == "lmstudio"
+    assert (
+        detect_profile("http://gpu:9999/v1/chat/completions", owned_by="organization_owner")
+        == "lmstudio"
+    )
     assert detect_profile("http://gpu:9999/v1/chat/completions") == "generic"

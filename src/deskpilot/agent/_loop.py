@@ -50,7 +50,13 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, ModelHTTPError, ModelStreamError, PlatformError, RunInterrupted
+from deskpilot._errors import (
+    DeskpilotError,
+    ModelHTTPError,
+    ModelStreamError,
+    PlatformError,
+    RunInterrupted,
+)
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -58,8 +64,8 @@ from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
-from deskpilot.agent._servers import ServerProfile
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
+from deskpilot.agent._servers import ServerProfile
 from deskpilot.agent._settle import SettlePolicy, settle
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think

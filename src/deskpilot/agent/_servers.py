@@ -52,7 +52,9 @@ _REASONING_MODEL = re.compile(r"^(?:o\d|gpt-5)", re.IGNORECASE)
 _PORTS = {1234: "lmstudio", 11434: "ollama", 8080: "llamacpp", 8000: "vllm"}
 
 
-def detect_profile(endpoint: str, *, owned_by: str | None = None, server_header: str | None = None) -> str:
+def detect_profile(
+    endpoint: str, *, owned_by: str | None = None, server_header: str | None = None
+) -> str:
     """The profile an endpoint most likely is (``generic`` when nothing says).
 
     ``owned_by`` (of ``/v1/models``) and the ``Server`` header, when known (``deskpilot
@@ -71,7 +73,11 @@ def detect_profile(endpoint: str, *, owned_by: str | None = None, server_header:
         return "lmstudio"
     parts = urlsplit(endpoint)
     host = (parts.hostname or "").lower()
-    if host.endswith("openai.com") or host.endswith("openai.azure.com") or owner in ("openai", "system"):
+    if (
+        host.endswith("openai.com")
+        or host.endswith("openai.azure.com")
+        or owner in ("openai", "system")
+    ):
         return "openai"
     if parts.path.rstrip("/").endswith("/api/chat"):
         return "ollama"
@@ -98,7 +104,9 @@ class ServerProfile:
     def for_run(cls, server: str, endpoint: str, model: str) -> ServerProfile:
         name = detect_profile(endpoint) if server == "auto" else server
         if name not in PROFILES:
-            raise ValueError(f"unknown server profile {server!r}; known: auto, {', '.join(PROFILES[:-1])}")
+            raise ValueError(
+                f"unknown server profile {server!r}; known: auto, {', '.join(PROFILES[:-1])}"
+            )
         profile = cls(name, model)
         if name == "openai":
             profile.token_field = "max_completion_tokens"
@@ -131,8 +139,11 @@ class ServerProfile:
             # Use 'max_completion_tokens' instead."
             self.token_field = "max_completion_tokens"
             lesson = "token limit sent as max_completion_tokens"
-        elif "temperature" in lower and ("unsupported" in lower or "does not support" in lower) \
-                and self.send_temperature:
+        elif (
+            "temperature" in lower
+            and ("unsupported" in lower or "does not support" in lower)
+            and self.send_temperature
+        ):
             # OpenAI: "Unsupported value: 'temperature' does not support 0.6 with this
             # model. Only the default (1) value is supported."
             self.send_temperature = False
@@ -160,5 +171,10 @@ class ServerProfile:
             history.prune_chunk = 1
 
     def describe(self) -> dict[str, Any]:
-        return {"profile": self.name, "token_field": self.token_field, "temperature": self.send_temperature,
-                "max_images": self.max_images, "learned": list(self.learned)}
+        return {
+            "profile": self.name,
+            "token_field": self.token_field,
+            "temperature": self.send_temperature,
+            "max_images": self.max_images,
+            "learned": list(self.learned),
+        }

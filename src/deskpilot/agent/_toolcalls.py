@@ -377,9 +377,9 @@ def split_content_tool_calls(
     visible = strip_think(content) if "think>" in content else content
     if not visible and "think>" in content:
         think = extract_think(content)
-        _, calls = split_content_tool_calls(think, new_id=new_id, source="reasoning")
-        if calls:
-            return "", calls
+        _, in_think = split_content_tool_calls(think, new_id=new_id, source="reasoning")
+        if in_think:
+            return "", in_think
         return content, []
     if "{" not in visible and not any(marker in visible for marker in CALL_MARKERS):
         return content, []

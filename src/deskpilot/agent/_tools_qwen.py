@@ -25,6 +25,7 @@ model's own status (:attr:`ToolOutcome.final`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from typing import Any
 
@@ -46,8 +47,20 @@ __all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "qwen_system_prompt", "qw
 QWEN_GRID = 1000
 
 ACTIONS = (
-    "key", "type", "mouse_move", "left_click", "left_click_drag", "right_click", "middle_click",
-    "double_click", "triple_click", "scroll", "hscroll", "wait", "terminate", "answer",
+    "key",
+    "type",
+    "mouse_move",
+    "left_click",
+    "left_click_drag",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "triple_click",
+    "scroll",
+    "hscroll",
+    "wait",
+    "terminate",
+    "answer",
 )
 
 # The cookbook's function description, with the resolution line it uses for Qwen3-VL.
@@ -81,18 +94,24 @@ PARAMETERS: dict[str, Any] = {
     "properties": {
         "action": {"description": _ACTION_DESCRIPTION, "enum": list(ACTIONS), "type": "string"},
         "keys": {"description": "Required only by `action=key`.", "type": "array"},
-        "text": {"description": "Required only by `action=type` and `action=answer`.", "type": "string"},
+        "text": {
+            "description": "Required only by `action=type` and `action=answer`.",
+            "type": "string",
+        },
         "coordinate": {
             "description": "(x, y): The x (pixels from the left edge) and y (pixels from the top edge) "
-                           "coordinates to move the mouse to.",
+            "coordinates to move the mouse to.",
             "type": "array",
         },
         "pixels": {
             "description": "The amount of scrolling to perform. Positive values scroll up, negative values "
-                           "scroll down. Required only by `action=scroll` and `action=hscroll`.",
+            "scroll down. Required only by `action=scroll` and `action=hscroll`.",
             "type": "number",
         },
-        "time": {"description": "The seconds to wait. Required only by `action=wait`.", "type": "number"},
+        "time": {
+            "description": "The seconds to wait. Required only by `action=wait`.",
+            "type": "number",
+        },
         "status": {
             "description": "The status of the task. Required only by `action=terminate`.",
             "type": "string",
@@ -134,11 +153,15 @@ def grid_to_physical(mapping: Mapping, gx: float, gy: float) -> tuple[int, int]:
     )
 
 
-def _point(args: dict[str, Any], key: str = "coordinate", *, required: bool = True) -> tuple[float, float] | None:
+def _point(
+    args: dict[str, Any], key: str = "coordinate", *, required: bool = True
+) -> tuple[float, float] | None:
     value = args.get(key)
     if value is None:
         if required:
-            raise ToolError("missing_box", f"{key} [x, y] (0..999) is required for action={args.get('action')}")
+            raise ToolError(
+                "missing_box", f"{key} [x, y] (0..999) is required for action={args.get('action')}"
+            )
         return None
     if isinstance(value, str):
         # "(500, 412)" or "500,412": some servers' parsers pass the text through.
@@ -147,8 +170,14 @@ def _point(args: dict[str, Any], key: str = "coordinate", *, required: bool = Tr
             value = [float(p) for p in parts]
         except ValueError:
             raise ToolError("invalid_box", f"{key} must be [x, y], got {value!r}") from None
-    if (not isinstance(value, (list, tuple)) or len(value) != 2
-            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value)):
+    if (
+        not isinstance(value, (list, tuple))
+        or len(value) != 2
+        or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            for v in value
+        )
+    ):
         raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..999, got {value!r}")
     return float(value[0]), float(value[1])
 
@@ -160,12 +189,17 @@ def _norm(mapping: Mapping, x: int, y: int) -> list[int]:
 def _notches(args: dict[str, Any]) -> int:
     value = args.get("pixels")
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = float(value)
-        except ValueError:
-            pass
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value == 0:
-        raise ToolError("invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value == 0
+    ):
+        raise ToolError(
+            "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {value!r}"
+        )
     size = abs(value)
     notches = size if size <= _MAX_NOTCHES else size / 100
     return int(math.copysign(max(1, min(_MAX_NOTCHES, round(notches))), value))
@@ -175,8 +209,14 @@ def _keys(args: dict[str, Any]) -> str:
     value = args.get("keys", args.get("key"))
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(k, str) and k.strip() for k in value):
-        raise ToolError("missing_key", f"keys must be a list of key names, e.g. [\"ctrl\", \"c\"], got {value!r}")
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(k, str) and k.strip() for k in value)
+    ):
+        raise ToolError(
+            "missing_key", f'keys must be a list of key names, e.g. ["ctrl", "c"], got {value!r}'
+        )
     combo = "+".join(k.strip() for k in value)
     _combo(combo)  # unknown names -> invalid_key with suggestions
     return combo
@@ -185,7 +225,9 @@ def _keys(args: dict[str, Any]) -> str:
 async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     action = args.get("action")
     if not isinstance(action, str) or action not in ACTIONS:
-        raise ToolError("invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}")
+        raise ToolError(
+            "invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}"
+        )
     mapping = ctx.mapping
     hands = ctx.hands
 
@@ -201,7 +243,11 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
     if action == "wait":
         seconds = args.get("time", 1.0)
-        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 30:
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not 0 <= seconds <= 30
+        ):
             raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
         await asyncio.sleep(float(seconds))
         return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
@@ -216,7 +262,7 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         return outcome
     if action == "key":
         combo = _keys(args)
-        record = {"kind": "key", "key": combo}
+        record: dict[str, Any] = {"kind": "key", "key": combo}
         await ctx.acheck_policy(record)
 
         def press() -> None:
@@ -232,7 +278,7 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         where = grid_to_physical(mapping, *point) if point is not None else None
         # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
         dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
-        record: dict[str, Any] = {"kind": "scroll", "dy": dy, "dx": dx}
+        record = {"kind": "scroll", "dy": dy, "dx": dx}
         if where is not None:
             record.update(x=where[0], y=where[1])
         else:
@@ -271,7 +317,9 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         await ctx.acheck_policy(record)
         await ctx.run_blocking(drag)
         record["start"] = list(start_box[0])
-        return ToolOutcome(ok_payload(action=action, end=_norm(mapping, *end)), action=record, acted=True)
+        return ToolOutcome(
+            ok_payload(action=action, end=_norm(mapping, *end)), action=record, acted=True
+        )
 
     # Pointer actions: mouse_move and the clicks.
     grid = _point(args, required=action == "mouse_move")
@@ -286,10 +334,15 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
             hands.sync()
 
         await ctx.run_blocking(move)
-        return ToolOutcome(ok_payload(action=action, point=_norm(mapping, *at)), action=record, acted=True)
+        return ToolOutcome(
+            ok_payload(action=action, point=_norm(mapping, *at)), action=record, acted=True
+        )
     button, count = {
-        "left_click": ("left", 1), "right_click": ("right", 1), "middle_click": ("middle", 1),
-        "double_click": ("left", 2), "triple_click": ("left", 3),
+        "left_click": ("left", 1),
+        "right_click": ("right", 1),
+        "middle_click": ("middle", 1),
+        "double_click": ("left", 2),
+        "triple_click": ("left", 3),
     }[action]
     record = {"kind": "click", "button": button, "count": count}
     if at is not None:

@@ -47,6 +47,7 @@ from deskpilot.agent._tools import (
     Tool,
     ToolContext,
     ToolError,
+    ToolKind,
     ToolOutcome,
     ToolSet,
     _combo,
@@ -105,13 +106,20 @@ def _floor_by_factor(number: float, factor: int) -> int:
     return math.floor(number / factor) * factor
 
 
-def smart_resize(height: int, width: int, factor: int = IMAGE_FACTOR, min_pixels: int = MIN_PIXELS,
-                 max_pixels: int = MAX_PIXELS) -> tuple[int, int]:
+def smart_resize(
+    height: int,
+    width: int,
+    factor: int = IMAGE_FACTOR,
+    min_pixels: int = MIN_PIXELS,
+    max_pixels: int = MAX_PIXELS,
+) -> tuple[int, int]:
     """``(height, width)`` the model's processor resizes an image to (multiples of 28)."""
     if min(height, width) <= 0:
         raise ValueError(f"image size must be positive, got {width}x{height}")
     if max(height, width) / min(height, width) > MAX_RATIO:
-        raise ValueError(f"absolute aspect ratio must be smaller than {MAX_RATIO}, got {width}x{height}")
+        raise ValueError(
+            f"absolute aspect ratio must be smaller than {MAX_RATIO}, got {width}x{height}"
+        )
     h_bar = max(factor, _round_by_factor(height, factor))
     w_bar = max(factor, _round_by_factor(width, factor))
     if h_bar * w_bar > max_pixels:
@@ -167,7 +175,9 @@ def _parse_call(action: str) -> tuple[str, dict[str, str]] | None:
 
 
 def _numbers(box: str) -> list[float]:
-    cleaned = _BOX_TOKENS.sub("", box).replace("(", "").replace(")", "").replace("[", "").replace("]", "")
+    cleaned = (
+        _BOX_TOKENS.sub("", box).replace("(", "").replace(")", "").replace("[", "").replace("]", "")
+    )
     parts = [p for p in re.split(r"[,\s]+", cleaned.strip()) if p]
     return [float(p) for p in parts]
 
@@ -189,8 +199,11 @@ def parse_uitars(text: str) -> list[UitarsAction]:
         m = re.search(r"Reflection: (.+?)Action_Summary: (.+?)(?=\s*Action: |$)", text, re.DOTALL)
         reflection, thought = (m.group(1).strip(), m.group(2).strip()) if m else (None, None)
     else:
-        pattern = (r"Action_Summary: (.+?)(?=\s*Action: |$)" if text.startswith("Action_Summary:")
-                   else r"Thought: (.+?)(?=\s*Action: |$)")
+        pattern = (
+            r"Action_Summary: (.+?)(?=\s*Action: |$)"
+            if text.startswith("Action_Summary:")
+            else r"Thought: (.+?)(?=\s*Action: |$)"
+        )
         m = re.search(pattern, text, re.DOTALL)
         reflection, thought = None, (m.group(1).strip() if m else None)
     action_text = text.split("Action:")[-1].strip()
@@ -204,8 +217,8 @@ def parse_uitars(text: str) -> list[UitarsAction]:
             if not raw.endswith(")"):
                 raw += ")"
             head = "type" if "type(content" in raw else "finished"
-            pattern = _TYPE_CONTENT if head == "type" else _FINISHED_CONTENT
-            m = pattern.search(raw)
+            content_re = _TYPE_CONTENT if head == "type" else _FINISHED_CONTENT
+            m = content_re.search(raw)
             if m is None:
                 raise ValueError(f"cannot read the content of {raw!r}")
             content = _escape_single_quotes(m.group(1))
@@ -227,7 +240,9 @@ def parse_uitars(text: str) -> list[UitarsAction]:
                 except ValueError:
                     raise ValueError(f"{key} of {name} is not a point: {value!r}") from None
                 if len(numbers) not in (2, 4):
-                    raise ValueError(f"{key} of {name} must be (x,y) or (x1,y1,x2,y2), got {value!r}")
+                    raise ValueError(
+                        f"{key} of {name} must be (x,y) or (x1,y1,x2,y2), got {value!r}"
+                    )
                 inputs[key.strip()] = numbers
             else:
                 inputs[key.strip()] = value
@@ -241,13 +256,30 @@ def uitars_calls(text: str, new_id: Callable[[], str]) -> list[ToolCall]:
     try:
         actions = parse_uitars(text)
     except ValueError as exc:
-        return [ToolCall(id=new_id(), name="", arguments=None, raw_arguments=text[-300:], error="invalid_args",
-                         error_message=f"{exc}. Write one action as in the action space, e.g. "
-                                       "Action: click(start_box='(x,y)')", source="uitars")]
+        return [
+            ToolCall(
+                id=new_id(),
+                name="",
+                arguments=None,
+                raw_arguments=text[-300:],
+                error="invalid_args",
+                error_message=f"{exc}. Write one action as in the action space, e.g. "
+                "Action: click(start_box='(x,y)')",
+                source="uitars",
+            )
+        ]
     calls = []
     for index, action in enumerate(actions):
-        calls.append(ToolCall(id=new_id(), name=action.action_type, arguments=dict(action.inputs),
-                              raw_arguments=orjson.dumps(action.inputs).decode(), index=index, source="uitars"))
+        calls.append(
+            ToolCall(
+                id=new_id(),
+                name=action.action_type,
+                arguments=dict(action.inputs),
+                raw_arguments=orjson.dumps(action.inputs).decode(),
+                index=index,
+                source="uitars",
+            )
+        )
     return calls
 
 
@@ -267,8 +299,10 @@ def to_physical(mapping: Mapping, numbers: list[float], version: str) -> tuple[i
         height, width = smart_resize(mapping.image_height, mapping.image_width)
         fx, fy = x / width, y / height
     fx, fy = min(1.0, max(0.0, fx)), min(1.0, max(0.0, fy))
-    return (a.left + min(a.width - 1, math.floor(fx * a.width)),
-            a.top + min(a.height - 1, math.floor(fy * a.height)))
+    return (
+        a.left + min(a.width - 1, math.floor(fx * a.width)),
+        a.top + min(a.height - 1, math.floor(fy * a.height)),
+    )
 
 
 # -- the tools ----------------------------------------------------------------------------------------
@@ -295,7 +329,9 @@ def _clicker(button: str, count: int, version: str) -> Callable[[ToolContext, di
             ctx.pause(0.12)
 
         await ctx.run_blocking(act)
-        return ToolOutcome(ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True)
+        return ToolOutcome(
+            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True
+        )
 
     return run
 
@@ -311,7 +347,9 @@ def _mover(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
             ctx.hands.sync()
 
         await ctx.run_blocking(act)
-        return ToolOutcome(ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True)
+        return ToolOutcome(
+            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True
+        )
 
     return run
 
@@ -336,13 +374,22 @@ def _dragger(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
 def _scroller(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         direction = str(args.get("direction", "down")).strip().lower()
-        steps = {"down": (_SCROLL_NOTCHES, 0), "up": (-_SCROLL_NOTCHES, 0),
-                 "right": (0, _SCROLL_NOTCHES), "left": (0, -_SCROLL_NOTCHES)}
+        steps = {
+            "down": (_SCROLL_NOTCHES, 0),
+            "up": (-_SCROLL_NOTCHES, 0),
+            "right": (0, _SCROLL_NOTCHES),
+            "left": (0, -_SCROLL_NOTCHES),
+        }
         if direction not in steps:
-            raise ToolError("invalid_args", f"direction must be up, down, left or right, got {direction!r}")
+            raise ToolError(
+                "invalid_args", f"direction must be up, down, left or right, got {direction!r}"
+            )
         dy, dx = steps[direction]
-        where = (to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
-                 if args.get("start_box") is not None else None)
+        where = (
+            to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
+            if args.get("start_box") is not None
+            else None
+        )
         record: dict[str, Any] = {"kind": "scroll", "dy": dy, "dx": dx}
         if where is not None:
             record.update(x=where[0], y=where[1])
@@ -412,7 +459,9 @@ async def _finished(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
 
 
 async def _call_user(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    return ToolOutcome(ok_payload(), final=("failure", "The model asked for the user's help (call_user)."))
+    return ToolOutcome(
+        ok_payload(), final=("failure", "The model asked for the user's help (call_user).")
+    )
 
 
 _PROMPT = """\
@@ -452,10 +501,13 @@ def uitars_system_prompt() -> str:
     return _PROMPT.format(security=SECURITY_NOTE)
 
 
-def _tool(name: str, run: Callable[[ToolContext, dict[str, Any]], Any], kind: str = "action") -> Tool:
+def _tool(
+    name: str, run: Callable[[ToolContext, dict[str, Any]], Any], kind: ToolKind = "action"
+) -> Tool:
     # Never sent to the server (a text protocol): the schema documents the inputs only.
-    return Tool(name, f"UI-TARS action {name}", {"type": "object", "properties": {}}, run,
-                kind=kind)  # type: ignore[arg-type]
+    return Tool(
+        name, f"UI-TARS action {name}", {"type": "object", "properties": {}}, run, kind=kind
+    )
 
 
 def uitars_toolset(version: str = "1.5") -> ToolSet:

@@ -221,15 +221,16 @@ _TEXT_TOKENS = 1500  # system prompt, tool definitions and a few turns of text, 
 def request_tokens(config: Any) -> int:
     """A rough upper estimate of the context one request of this config needs."""
     screen, history = config.screen, config.history
-    per_image = -(-screen.image_width // 28) * -(-screen.image_height // 28)
-    return per_image * history.keep_last_screenshots + _TEXT_TOKENS + config.model.max_tokens
+    per_image = -(-int(screen.image_width) // 28) * -(-int(screen.image_height) // 28)
+    return int(per_image * history.keep_last_screenshots + _TEXT_TOKENS + config.model.max_tokens)
 
 
 async def _server_context(client: Any, profile: str, models: list[dict[str, Any]], model: str) -> int | None:
     """The context length the server runs the model with, where it says (None: unknown)."""
     entry = next((m for m in models if m.get("id") == model), models[0] if models else {})
-    if isinstance(entry.get("max_model_len"), int):  # vLLM
-        return int(entry["max_model_len"])
+    max_len = entry.get("max_model_len")
+    if isinstance(max_len, int):  # vLLM
+        return max_len
     base = client.base_url()
     try:
         if profile == "llamacpp":

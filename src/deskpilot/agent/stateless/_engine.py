@@ -313,8 +313,11 @@ class StatelessEngine:
             turn.record["ended_by"] = "truncated"
             session.close_turn(turn)
             self._turn = None
-            return ModeResult("truncated", strip_think(text), extra={"stateless": self._summary(),
-                                                                   "finish_reason": self._finish_reason})
+            return ModeResult(
+                "truncated",
+                strip_think(text),
+                extra={"stateless": self._summary(), "finish_reason": self._finish_reason},
+            )
         log.debug(
             "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
             number,
@@ -444,7 +447,11 @@ class StatelessEngine:
         session.close_turn(turn, request_at=request_at)
         self._turn = None
         self._finish_reason = completion.finish_reason
-        if not strip_think(completion.content) and completion.reasoning and completion.reasoning.strip():
+        if (
+            not strip_think(completion.content)
+            and completion.reasoning
+            and completion.reasoning.strip()
+        ):
             # A thinking model behind a reasoning parser (LM Studio, llama.cpp
             # --reasoning-format, vLLM --reasoning-parser) can leave its whole JSON answer
             # in the reasoning field and an empty content: read the answer from there.
@@ -467,7 +474,9 @@ class StatelessEngine:
         )
         history.add_observation(png_data_url(png), text=text, label=f"turn {number}")
         # The server profile decides the token-limit field and whether temperature goes.
-        args = self.session.profile.request_args(temperature=model.temperature, max_tokens=model.max_tokens)
+        args = self.session.profile.request_args(
+            temperature=model.temperature, max_tokens=model.max_tokens
+        )
         return history.build_request(
             model=model.model,
             tools=[],
