@@ -247,7 +247,7 @@ def test_retry_wait_is_bounded_by_the_run_deadline() -> None:
 
     async def main(srv: ModelServer) -> Any:
         async with ChatClient(srv.endpoint, "m", backoff=0.01) as client:
-            client.deadline = time.monotonic() + 0.5  # less than the 1.2 s the server asks for
+            client.run_deadline = time.monotonic() + 0.5  # less than the 1.2 s the server asks for
             try:
                 return await client.chat([{"role": "user", "content": "hi"}])
             except Exception as exc:
@@ -411,3 +411,79 @@ def test_auto_detection_from_the_endpoint() -> None:
         == "lmstudio"
     )
     assert detect_profile("http://gpu:9999/v1/chat/completions") == "generic"
+
+
+# -- Ollama's native /api/chat -------------------------------------------------------------------------
+
+
+def run_native(
+    tmp_path: Path, script: list[Any], **flags: Any
+) -> tuple[Any, ModelServer, SimulatedDesktop]:
+    desk = SimulatedDesktop()
+    with ModelServer(ScriptedPolicy(script), validate=False) as srv:
+        cfg = load_config(
+            flags={
+                "model.endpoint": srv.url + "/api/chat",
+                "run.runs_dir": str(tmp_path / "runs"),
+                "run.quiet": True,
+                "model.model": "qwen2.5vl:7b",
+                "agent.max_steps": 4,
+                **flags,
+            },
+            env={},
+            search_default=False,
+        )
+        result = run_agent(
+            cfg,
+            "click the target",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+        )
+    return result, srv, desk
+
+
+def native_done() -> Fault:
+    body = b'{"model":"qwen2.5vl:7b","message":{"role":"assistant","content":"Done."},"done_reason":"stop","done":true}'
+    return Fault.raw(b"HTTP/1.1 200 OK\nContent-Type: application/json\n\n" + body)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "stream"), [("ollama_native_toolcall", False), ("ollama_native_stream", True)]
+)
+def test_ollama_native_api_sends_num_ctx_and_acts_on_the_call(
+    tmp_path: Path, fixture: str, stream: bool
+) -> None:
+    result, srv, desk = run_native(
+        tmp_path, [raw(fixture), native_done()], **{"model.num_ctx": 32768, "model.stream": stream}
+    )
+    assert result.outcome == "answered", result.error
+    assert len(desk.target_clicks) == 1
+    first, second = srv.requests[0].body, srv.requests[1].body
+    assert srv.requests[0].path == "/api/chat"
+    assert first["options"]["num_ctx"] == 32768 and first["options"]["num_predict"] == 2048
+    assert first["stream"] is stream and "max_tokens" not in first and "stream_options" not in first
+    user = [m for m in first["messages"] if m["role"] == "user" and m.get("images")]
+    assert user and isinstance(user[0]["content"], str)
+    assert not user[0]["images"][0].startswith("data:")  # bare base64, as Ollama wants
+    # the call went back with object arguments, and its result as a tool message with its name
+    assistant = [m for m in second["messages"] if m["role"] == "assistant" and m.get("tool_calls")][
+        -1
+    ]
+    assert assistant["tool_calls"][0]["function"]["arguments"] == {
+        "box": [500, 412],
+        "label": "target",
+    }
+    tool = [m for m in second["messages"] if m["role"] == "tool"][-1]
+    assert tool["tool_name"] == "click_element"
+
+
+def test_ollama_native_length_is_truncated(tmp_path: Path) -> None:
+    result, _, _ = run_native(tmp_path, [raw("ollama_native_length")])
+    assert result.outcome == "truncated"
+
+
+def test_ollama_native_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+    result, srv, _ = run_native(tmp_path, [raw("ollama_native_model_missing")] * 3)
+    assert result.outcome == "error" and "try pulling it first" in (result.error or "")
+    assert len(srv.requests) == 1

@@ -55,6 +55,7 @@ from deskpilot._errors import (
 )
 from deskpilot._version import __version__
 from deskpilot.agent._exchange_log import ExchangeLog
+from deskpilot.agent._ollama import NativeAssembler, to_native_request, to_openai_response
 from deskpilot.agent._sse import SSEDecoder, StreamAssembler
 from deskpilot.agent._toolcalls import (
     ToolCall,
@@ -185,6 +186,7 @@ class ChatClient:
         exchange_log: ExchangeLog | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         parse_content_tool_calls: bool = True,
+        num_ctx: int = 0,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
@@ -207,7 +209,11 @@ class ChatClient:
         self.parse_content_tool_calls = parse_content_tool_calls
         #: ``time.monotonic()`` by which the run must end (None: no limit); no retry wait
         #: is started that would pass it.
-        self.deadline: float | None = None
+        self.run_deadline: float | None = None
+        #: An endpoint ending in ``/api/chat`` is Ollama's native API (:mod:`._ollama`):
+        #: requests are translated, ``num_ctx`` (> 0) is sent as ``options.num_ctx``.
+        self.native_ollama = endpoint.split("?", 1)[0].rstrip("/").endswith("/api/chat")
+        self.num_ctx = int(num_ctx)
         self._ids = itertools.count(1)
         self._headers = {
             "Content-Type": "application/json",
@@ -241,6 +247,8 @@ class ChatClient:
     def models_url(self) -> str:
         """``.../v1/models`` next to the chat endpoint."""
         base = self.endpoint.rstrip("/")
+        if self.native_ollama:
+            return base[: -len("/api/chat")] + "/v1/models"
         for suffix in ("/chat/completions", "/completions"):
             if base.endswith(suffix):
                 return base[: -len(suffix)] + "/models"
@@ -341,6 +349,9 @@ class ChatClient:
         work (e.g. create a task), not do it.
         """
         payload = body if isinstance(body, bytes) else orjson.dumps(dict(body))
+        # What goes on the wire: the same request in Ollama's native form for /api/chat
+        # (the logs keep the OpenAI form, whose images they know how to summarize).
+        wire = to_native_request(payload, num_ctx=self.num_ctx) if self.native_ollama else payload
         started = time.perf_counter()
         attempts = 1 + self.max_retries
         retry_wait = 0.0
@@ -352,7 +363,7 @@ class ChatClient:
             try:
                 completion = await self._attempt(
                     payload, attempt=attempt, context=context, on_tool_call=on_tool_call,
-                    summary=summary,
+                    summary=summary, wire=wire,
                 )
             except _Retryable as retry:
                 last = retry
@@ -377,13 +388,13 @@ class ChatClient:
         """Fail at once when the server asks for a longer wait than this run can give.
 
         Waiting ``Retry-After: 86400`` for two minutes and then failing helps nobody; the
-        bound is ``max_retry_after`` and the run's remaining time (:attr:`deadline`)."""
+        bound is ``max_retry_after`` and the run's remaining time (:attr:`run_deadline`)."""
         if wait is None:
             return
         limit = self.max_retry_after
         where = f"max_retry_after ({self.max_retry_after:g} s)"
-        if self.deadline is not None:
-            left = self.deadline - time.monotonic()
+        if self.run_deadline is not None:
+            left = self.run_deadline - time.monotonic()
             if left < limit:
                 limit, where = max(0.0, left), f"the run's remaining time ({max(0.0, left):.0f} s)"
         if wait > limit:
@@ -407,6 +418,7 @@ class ChatClient:
         context: dict[str, Any] | None,
         on_tool_call: ToolCallCallback | None,
         summary: dict[str, Any] | None,
+        wire: bytes | None = None,
     ) -> Completion:
         t0 = time.perf_counter()
         status: int | None = None
@@ -417,7 +429,7 @@ class ChatClient:
         try:
             try:
                 async with self._http.stream(
-                    "POST", self.endpoint, content=payload, headers=self._headers
+                    "POST", self.endpoint, content=payload if wire is None else wire, headers=self._headers
                 ) as response:
                     ttfb = time.perf_counter() - t0
                     status = response.status_code
@@ -435,7 +447,13 @@ class ChatClient:
                         raise _Retryable(error, verdict.wait)
                     chunks = response.aiter_bytes()
                     head = await _first_bytes(chunks)
-                    if _is_event_stream(ctype, head):
+                    if self.native_ollama:
+                        streamed = "ndjson" in ctype
+                        completion, log_response = await self._read_native(
+                            _prepend(head, chunks), ctype, t0=t0, attempt=attempt, context=context,
+                            on_tool_call=on_tool_call, emitted=emitted,
+                        )
+                    elif _is_event_stream(ctype, head):
                         streamed = True
                         completion, log_response = await self._read_stream(
                             _prepend(head, chunks), t0=t0, attempt=attempt, context=context,
@@ -617,6 +635,75 @@ class ChatClient:
             completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
         elif on_tool_call is not None:
             for call in completion.tool_calls:  # calls found in the content (fallback)
+                await _call(on_tool_call, call)
+        completion.timings.first_tool_call_s = first_call if first_call is not None else (
+            (time.perf_counter() - t0) if completion.tool_calls else None
+        )
+        return completion, log_response
+
+    async def _read_native(
+        self,
+        chunks: AsyncIterator[bytes],
+        ctype: str,
+        *,
+        t0: float,
+        attempt: int,
+        context: dict[str, Any] | None,
+        on_tool_call: ToolCallCallback | None,
+        emitted: list[ToolCall],
+    ) -> tuple[Completion, Any]:
+        """An answer of Ollama's native ``/api/chat``: one JSON object, or NDJSON lines."""
+        if "ndjson" not in ctype:
+            body = b"".join([chunk async for chunk in chunks])
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                data = None
+            if not isinstance(data, dict):
+                # Not JSON: let the OpenAI reader report it the usual way.
+                return await self._read_json(body, ctype, attempt=attempt, context=context,
+                                             on_tool_call=on_tool_call, t0=t0)
+            converted = orjson.dumps(to_openai_response(data, self.new_call_id))
+            return await self._read_json(converted, "application/json", attempt=attempt, context=context,
+                                         on_tool_call=on_tool_call, t0=t0)
+        assembler = NativeAssembler(self.new_call_id)
+        first_call: float | None = None
+        async for chunk in chunks:
+            for raw_call in assembler.feed(chunk):
+                first_call = first_call if first_call is not None else time.perf_counter() - t0
+                if on_tool_call is not None:
+                    call = parse_message_tool_calls([raw_call], new_id=self.new_call_id)[0]
+                    call.index = len(emitted)
+                    emitted.append(call)
+                    await _call(on_tool_call, call)
+            if assembler.done or assembler.error is not None:
+                break
+        else:
+            assembler.close()
+        assembled = assembler.finish()
+        log_response = {"assembled": assembled.response(), "lines": assembled.chunks, "done": assembled.done,
+                        "bad_lines": assembled.bad_events}
+        if assembled.error is not None:
+            raise self._stream_error(orjson.dumps({"error": assembled.error}), attempts=attempt, context=context)
+        if not assembled.done:
+            error = ModelStreamError(
+                f"{self.endpoint} ended the stream before its last line (\"done\": true) "
+                f"({assembled.chunks} lines): the answer may be cut short, so it is not used",
+                **self._details(attempt, context, body="", cut_short=True),
+            )
+            if emitted:
+                error.details["emitted_tool_calls"] = [c.id for c in emitted]
+                raise error
+            raise _Retryable(error)
+        completion = self._build(
+            assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
+            body=b"", attempt=attempt, context=context, streamed=True,
+        )
+        if emitted:
+            by_id = {c.id: c for c in emitted}
+            completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
+        elif on_tool_call is not None:
+            for call in completion.tool_calls:
                 await _call(on_tool_call, call)
         completion.timings.first_tool_call_s = first_call if first_call is not None else (
             (time.perf_counter() - t0) if completion.tool_calls else None
@@ -949,6 +1036,8 @@ def _server_error_message(body: bytes) -> str:
 
 def _status_hint(status: int, server_message: str) -> str:
     lower = server_message.lower()
+    if "try pulling it first" in lower:
+        return "Ollama does not have this model: `ollama pull MODEL` (or name one `ollama list` shows)"
     if status == 404 or ("not found" in lower and "model" in lower):
         return ("check that LMSTUDIO_ENDPOINT ends with /v1/chat/completions and that "
                 "LMSTUDIO_MODEL names a loaded model (see GET /v1/models)")

@@ -109,6 +109,10 @@ class ModelSettings:
     retries: int = setting(2, env="LMSTUDIO_RETRIES", minimum=0, maximum=20)
     api_key: str = setting("", env=("LMSTUDIO_API_KEY", "OPENAI_API_KEY"), help="bearer token")
     tool_choice: str = setting("auto", env="LMSTUDIO_TOOL_CHOICE", choices=("auto", "required", "none"))
+    num_ctx: int = setting(
+        0, env="OLLAMA_NUM_CTX", minimum=0,
+        help="Ollama's native /api/chat only: the context length (options.num_ctx); 0 = the server's default",
+    )
     server: str = setting(
         "auto", env="LMSTUDIO_SERVER", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
         help="server profile (deskpilot.agent._servers): auto picks one from the endpoint and learns from errors",

@@ -778,7 +778,10 @@ async def run_agent_async(
             api_key=model.api_key or None,
             exchange_log=exchange,
             transport=transport,
+            num_ctx=model.num_ctx,
         )
+        # No retry wait may outlast the run (a Retry-After longer than what is left fails at once).
+        client.run_deadline = time.monotonic() + _wall_time_limit(config)
         if screen_factory is None:
             size = (config.screen.image_width, config.screen.image_height)
 

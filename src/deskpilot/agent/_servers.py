@@ -10,7 +10,9 @@ lmstudio     ``max_tokens``         sent          Qwen3-VL mostly; "No models lo
 llamacpp     ``max_tokens``         sent          tools need ``--jinja``, images ``--mmproj``
 ollama       ``max_tokens``         sent          the OpenAI API reads only ``max_tokens``;
                                                   its context defaults to 4096 tokens on
-                                                  GPUs under 23 GiB (``num_ctx``)
+                                                  GPUs under 23 GiB: an endpoint ending in
+                                                  ``/api/chat`` uses the native API, where
+                                                  ``model.num_ctx`` lifts it (:mod:`._ollama`)
 vllm         ``max_tokens``         sent          ``--limit-mm-per-prompt``: images per request
 openai       ``max_completion_tokens`` not for     o-series and gpt-5 reject ``max_tokens``
                                     o*/gpt-5      and any temperature but 1

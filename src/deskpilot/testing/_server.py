@@ -42,7 +42,9 @@ from deskpilot.testing._validate import (
 
 __all__ = ["ModelServer", "RecordedRequest", "serve"]
 
-_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+# /api/chat: Ollama's native route, for replaying its answers (use validate=False: its
+# requests are not in OpenAI form).
+_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/api/chat"})
 
 
 @dataclass(slots=True)
