@@ -487,3 +487,18 @@ def test_ollama_native_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
     result, srv, _ = run_native(tmp_path, [raw("ollama_native_model_missing")] * 3)
     assert result.outcome == "error" and "try pulling it first" in (result.error or "")
     assert len(srv.requests) == 1
+
+
+def test_cli_flags_reach_the_config() -> None:
+    from deskpilot.cli import build_parser
+    from deskpilot.commands.run import config_from_args
+
+    args = build_parser().parse_args(
+        ["run", "--server", "openai", "--toolset", "uitars-1.0", "task"]
+    )
+    config = config_from_args(args)
+    assert config.model.server == "openai" and config.agent.toolset == "uitars-1.0"
+    env_config = load_config(
+        flags={}, env={"LMSTUDIO_SERVER": "vllm", "OLLAMA_NUM_CTX": "16384"}, search_default=False
+    )
+    assert env_config.model.server == "vllm" and env_config.model.num_ctx == 16384
