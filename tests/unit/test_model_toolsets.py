@@ -337,3 +337,23 @@ def test_calls_in_reasoning_only_when_the_content_is_empty() -> None:
         f"<think>{reasoning}</think>The answer is 4.", new_id=ids()
     )
     assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("content", "finish", "verdict"),
+    [
+        ("Done: the file is saved.", "stop", "answered"),
+        ("Done.", None, "answered"),  # a server that does not say: a complete JSON body
+        ("Action: none needed, the task is complete.", "stop", "answered"),
+        ("Thought: go\nAction: click(start_box='(1,2)')", "stop", "no_action"),
+        ("<think>I should click</think>", "stop", "no_action"),
+        ("", "stop", "no_action"),
+        ("The answer so far", "length", "truncated"),
+        ("", "length", "truncated"),
+        ("Something", "content_filter", "no_action"),
+    ],
+)
+def test_final_verdict(content: str, finish: str | None, verdict: str) -> None:
+    from deskpilot.agent._mode_single import final_verdict
+
+    assert final_verdict(content, finish) == verdict

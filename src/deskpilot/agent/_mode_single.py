@@ -26,6 +26,7 @@ while the rest of the stream is still being received.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import orjson
@@ -46,7 +47,9 @@ __all__ = ["MODE", "NO_ACTION_REMINDER", "UITARS_REMINDER", "SingleMode", "final
 _FINISHED = frozenset({"stop", "eos", "end_turn", "stop_sequence"})
 _TRUNCATED = frozenset({"length", "max_tokens", "model_length"})
 # Text that is an action in a syntax no parser read: not a final answer.
-_ACTION_TEXT = (*CALL_MARKERS, "Action:", "<|box_start|>", "<point>", "</tool_call>", "<arg_key>")
+_ACTION_TEXT = (*CALL_MARKERS, "<|box_start|>", "<point>", "</tool_call>", "<arg_key>")
+# UI-TARS: "Action: click(start_box=...)" (a final answer may well say "Action: none").
+_ACTION_CALL = re.compile(r"^\s*Action:\s*[A-Za-z_]\w*\(", re.MULTILINE)
 
 NO_ACTION_REMINDER = (
     "Your last reply contained no tool call that could be run and no final answer. "
@@ -71,7 +74,7 @@ def final_verdict(content: str, finish_reason: str | None) -> str:
     visible = strip_think(content)
     if not visible:
         return "no_action"
-    if any(marker in visible for marker in _ACTION_TEXT):
+    if any(marker in visible for marker in _ACTION_TEXT) or _ACTION_CALL.search(visible):
         return "no_action"
     if finish_reason is None or finish_reason in _FINISHED:
         return "answered"

@@ -305,9 +305,13 @@ class StatelessEngine:
             **out.as_record(),
             "text": text if len(text) <= 20000 else text[:20000],
         }
+        # What the reply's completion said applies to this turn only (an injected or
+        # boot text that follows has none).
+        finish_reason, self._finish_reason = self._finish_reason, None
         if self._text_from_reasoning:
             turn.record["reply"]["from_reasoning"] = True
-        if self._finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
+            self._text_from_reasoning = False
+        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
             # Cut at the token limit with nothing usable: asking again would be cut again.
             turn.record["final"] = False
             turn.record["ended_by"] = "truncated"
@@ -316,7 +320,7 @@ class StatelessEngine:
             return ModeResult(
                 "truncated",
                 strip_think(text),
-                extra={"stateless": self._summary(), "finish_reason": self._finish_reason},
+                extra={"stateless": self._summary(), "finish_reason": finish_reason},
             )
         log.debug(
             "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
