@@ -357,3 +357,15 @@ def test_final_verdict(content: str, finish: str | None, verdict: str) -> None:
     from deskpilot.agent._mode_single import final_verdict
 
     assert final_verdict(content, finish) == verdict
+
+
+def test_uitars_typed_text_is_masked_in_every_record(tmp_path: Path) -> None:
+    script = [
+        "Thought: Click.\nAction: click(start_box='(378,173)')",
+        "Thought: Type it.\nAction: type(content='s3cretword\\n')",
+        "Thought: Done.\nAction: finished(content='ok')",
+    ]
+    result, _, desk = run(tmp_path, script, "uitars", **{"safety.mask_typed_text": True})
+    assert result.outcome == "answered" and desk.submitted == ["s3cretword"]
+    for name in ("turns.jsonl", "exchange.jsonl", "summary.json"):
+        assert "s3cretword" not in (result.run_dir / name).read_text(), name

@@ -699,6 +699,9 @@ async def run_agent_async(
     redaction: _RunRedaction | None = None
     if redact_options is not None:
         redaction = _RunRedaction(redact_options)
+        # A text protocol (UI-TARS) writes what it types into its reply text: the
+        # exchange log records that reply before any call has run, so read it there.
+        redaction.text_protocol = getattr(getattr(mode, "tools", None), "text_protocol", None)
         runlog.redactor = redaction.record
         if config.run.exchange_log:
             exchange = _RedactingExchangeLog(runlog.exchange_log_path, redaction)
@@ -1047,6 +1050,8 @@ class _RunRedaction:
         self._no_images = dataclasses.replace(options, images=False)
         self.typed: TypedTexts | None = TypedTexts() if options.mask_typed_text else None
         self._tools: list[dict[str, Any]] | None = None
+        #: The run's text protocol (UI-TARS), whose typed texts sit in the reply text.
+        self.text_protocol: Any = None
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
         if self.typed is None or tools is self._tools:
@@ -1062,7 +1067,24 @@ class _RunRedaction:
             self.typed.add_from(record, self.options)
 
     def record(self, record: Any, *, images: bool = True) -> Any:
+        if self.typed is not None and self.text_protocol is not None:
+            self._learn_text_calls(record)
         return redact(record, self.options if images else self._no_images, typed=self.typed)
+
+    def _learn_text_calls(self, value: Any) -> None:
+        """Typed texts of text-protocol actions (``type(content='...')``) in any string."""
+        if isinstance(value, str):
+            if "Action:" in value and self.typed is not None:
+                for call in self.text_protocol(value, lambda: "redact"):
+                    text = (call.arguments or {}).get("content")
+                    if call.name == "type" and isinstance(text, str) and text:
+                        self.typed.add(text, text.replace("\\n", "\n").rstrip("\n"))
+        elif isinstance(value, dict):
+            for item in value.values():
+                self._learn_text_calls(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._learn_text_calls(item)
 
     def text(self, text: str) -> str:
         if self.typed is not None:
