@@ -13,8 +13,9 @@ A model asks for an action in one of these shapes, all normalised to :class:`Too
   Qwen3-Coder / Qwen3.5 / Qwen3.6 XML (``<tool_call><function=NAME><parameter=KEY>
   VALUE</parameter></function></tool_call>``, LM Studio bug-tracker #2115), GLM-4.5
   (``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>``), Llama
-  3.1's ``<function=NAME>{json}</function>`` and ``<|python_tag|>{json}``, and Mistral's
-  ``[TOOL_CALLS][{...}]`` / ``[TOOL_CALLS]NAME[ARGS]{...}``.
+  3.1's ``<function=NAME>{json}</function>`` and ``<|python_tag|>{json}``, Mistral's
+  ``[TOOL_CALLS][{...}]`` / ``[TOOL_CALLS]NAME[ARGS]{...}``, and pythonic calls (Llama
+  3.2 / Llama 4 ``[name(key=value)]``, Gemma 3 ```` ```tool_code ```` fences).
 
 Arguments that do not decode never raise: the call carries ``error`` =
 ``"invalid_json"`` (not JSON) or ``"invalid_args"`` (JSON, but not an object) and a
@@ -28,6 +29,7 @@ block in the prompt so the reply starts inside it and only a lone ``</think>`` a
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -64,6 +66,11 @@ _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>"
 # Mistral: [TOOL_CALLS][{...}, ...] (v3) or [TOOL_CALLS]NAME[ARGS]{...} (v11+ templates).
 _MISTRAL = re.compile(r"\[TOOL_CALLS\]\s*(.*?)(?=\[TOOL_CALLS\]|\Z)", re.DOTALL)
 _MISTRAL_ARGS = re.compile(r"\A([\w.\-]+)\s*(?:\[CALL_ID\]\s*\w+\s*)?\[ARGS\]\s*(.*)\Z", re.DOTALL)
+# Pythonic calls: Llama 3.2 / Llama 4 ("[click(label='OK', box=[1, 2])]", vLLM's
+# pythonic tool parser and llama.cpp's Llama 3.x/4 handlers) and Gemma 3's recommended
+# ```tool_code fences.
+_PYTHONIC = re.compile(r"\A\s*\[\s*[A-Za-z_][\w.]*\(.*\)\s*\]\s*\Z", re.DOTALL)
+_PY_FENCE = re.compile(r"```(?:tool_code|python)[ \t]*\n(.*?)```", re.DOTALL)
 # Llama 3.x: <|python_tag|>{...} (the JSON itself follows).
 _PYTHON_TAG = "<|python_tag|>"
 #: Markers of a tool call written as text in any of the syntaxes above.
@@ -278,6 +285,14 @@ def _iter_content_candidates(text: str) -> Iterator[tuple[int, int, str, str]]:
         start = text.index(_PYTHON_TAG)
         yield start, len(text), text[start + len(_PYTHON_TAG):].strip(), "json"
         return
+    for m in _PY_FENCE.finditer(text):
+        found = True
+        yield m.start(), m.end(), m.group(1).strip(), "pythonic"
+    if found:
+        return
+    if _PYTHONIC.match(text):
+        yield 0, len(text), text.strip(), "pythonic"
+        return
     for m in _FENCED_BLOCK.finditer(text):
         found = True
         yield m.start(), m.end(), m.group(1).strip(), "json"
@@ -338,8 +353,38 @@ def _decode_xml_function(text: str) -> list[dict[str, Any]]:
     return out
 
 
+def _decode_pythonic(body: str) -> list[dict[str, Any]]:
+    """``[name(key=literal, ...), ...]`` or ``name(...)`` -> call objects (literals only:
+    :func:`ast.literal_eval` per argument, nothing is evaluated)."""
+    try:
+        node = ast.parse(body, mode="eval").body
+    except SyntaxError:
+        return []
+    items = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, ast.Call) or item.args:
+            return []
+        func, parts = item.func, []
+        while isinstance(func, ast.Attribute):
+            parts.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            return []
+        parts.append(func.id)
+        try:
+            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in item.keywords if kw.arg is not None}
+        except (ValueError, SyntaxError, TypeError):
+            return []
+        # Dotted names (default_api.click in Gemma's examples): the tool is the last part.
+        out.append({"name": parts[0], "arguments": arguments})
+    return out
+
+
 def _decode_block(body: str, syntax: str) -> list[dict[str, Any]]:
     """The call objects (``name`` + ``arguments``) in one candidate span."""
+    if syntax == "pythonic":
+        return _decode_pythonic(body)
     if syntax == "mistral":
         m = _MISTRAL_ARGS.match(body)
         if m:
@@ -381,7 +426,8 @@ def split_content_tool_calls(
         if in_think:
             return "", in_think
         return content, []
-    if "{" not in visible and not any(marker in visible for marker in CALL_MARKERS):
+    if ("{" not in visible and not any(marker in visible for marker in CALL_MARKERS)
+            and not _PYTHONIC.match(visible) and "```" not in visible):
         return content, []
     calls: list[ToolCall] = []
     spans: list[tuple[int, int]] = []
