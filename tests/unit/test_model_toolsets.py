@@ -304,10 +304,14 @@ def test_uitars_call_user_ends_failed(tmp_path: Path) -> None:
             {"key": "f5"},
         ),
         # Llama 3.2 / Llama 4 pythonic (vLLM --tool-call-parser pythonic, llama.cpp)
-    ("[click_element(label='OK', box=[500, 412])]", "click_element", {"label": "OK", "box": [500, 412]}),
-    # Gemma 3 tool_code fence
-    ("```tool_code\npress_key(key=\"enter\")\n```", "press_key", {"key": "enter"}),
-    # Hermes / Qwen2.5 JSON (worked before)
+        (
+            "[click_element(label='OK', box=[500, 412])]",
+            "click_element",
+            {"label": "OK", "box": [500, 412]},
+        ),
+        # Gemma 3 tool_code fence
+        ('```tool_code\npress_key(key="enter")\n```', "press_key", {"key": "enter"}),
+        # Hermes / Qwen2.5 JSON (worked before)
         (
             '<tool_call>\n{"name": "press_key", "arguments": {"key": "a"}}\n</tool_call>',
             "press_key",
@@ -376,6 +380,11 @@ def test_uitars_typed_text_is_masked_in_every_record(tmp_path: Path) -> None:
 
 
 def test_pythonic_lookalikes_in_prose_are_not_calls() -> None:
-    for text in ["[see below]", "The list is [a(1), b(2)] as shown.", "[open(os.system('x'))]", "[f(x=y)]"]:
+    for text in [
+        "[see below]",
+        "The list is [a(1), b(2)] as shown.",
+        "[open(os.system('x'))]",
+        "[f(x=y)]",
+    ]:
         rest, calls = split_content_tool_calls(text, new_id=ids())
         assert calls == [] and rest == text
