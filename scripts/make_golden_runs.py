@@ -102,6 +102,35 @@ def single_seed001() -> tuple[list[Any], dict[str, Any], SimulatedDesktop, str]:
     return script, flags, SimulatedDesktop(image_size=(384, 216)), "Click the target and type seed."
 
 
+def single_qwen() -> tuple[list[Any], dict[str, Any], SimulatedDesktop, str]:
+    """qwen tool set: Qwen3-VL's computer_use (0..999 grid), native and <tool_call> text, SSE, terminate."""
+    def use(style: str = "native", **args: Any) -> Reply:
+        return Reply(tool_calls=[("computer_use", args)], style=style)
+
+    script: list[Any] = [
+        use(action="left_click", coordinate=TARGET),
+        use("content", action="type", text="qwen"),
+        use(action="key", keys=["enter"]),
+        use(action="scroll", coordinate=[500, 200], pixels=-2),
+        use(action="mouse_move", coordinate=[999, 0]),
+        use(action="terminate", status="success"),
+    ]
+    flags = {**SMALL, "agent.toolset": "qwen", "model.stream": True, "agent.max_steps": 10}
+    return script, flags, SimulatedDesktop(image_size=(384, 216)), "Click the target, type qwen and submit."
+
+
+def single_uitars() -> tuple[list[Any], dict[str, Any], SimulatedDesktop, str]:
+    """uitars tool set: UI-TARS-1.5 text actions (absolute pixels on the smart-resized 392x224 image)."""
+    script: list[Any] = [
+        "Thought: The magenta target is in the middle of the screen.\nAction: click(start_box='(196,92)')",
+        "Thought: Type into the focused field and submit.\nAction: type(content='tars\\n')",
+        "Thought: Scroll a little.\nAction: scroll(point='<point>196 50</point>', direction='down')",
+        "Thought: The text was submitted.\nAction: finished(content='Typed tars and submitted it.')",
+    ]
+    flags = {**SMALL, "agent.toolset": "uitars", "agent.max_steps": 8}
+    return script, flags, SimulatedDesktop(image_size=(384, 216)), "Click the target, type tars and submit."
+
+
 class _RolePolicy:
     """Team mode: planner requests (offering the plan tool) and executor requests from two scripts."""
 
@@ -189,6 +218,8 @@ GOLDEN_RUNS: dict[str, Callable[[], tuple[Any, dict[str, Any], SimulatedDesktop,
     "single_seed000": single_seed000,
     "single_extended_stream": single_extended_stream,
     "single_seed001": single_seed001,
+    "single_qwen": single_qwen,
+    "single_uitars": single_uitars,
     "team_003": team_003,
     "stateless_flat": stateless_flat,
     "stateless_turn_dirs_crop": stateless_turn_dirs_crop,

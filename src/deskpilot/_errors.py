@@ -24,6 +24,7 @@ __all__ = [
     "ModelError",
     "ModelHTTPError",
     "ModelResponseError",
+    "ModelStreamError",
     "ModelTimeoutError",
     "PlatformError",
     "ReferenceKernelsWarning",
@@ -129,6 +130,12 @@ class ModelHTTPError(ModelError):
 
 class ModelResponseError(ModelError):
     """The server answered, but the body is not a usable chat completion."""
+
+
+class ModelStreamError(ModelResponseError):
+    """A streamed answer reported an error event (llama.cpp's ``error:`` field, an
+    ``event: error``, a chunk with ``error``) or ended before it finished (no
+    ``finish_reason`` and no ``data: [DONE]``): the run ends ``server_error``."""
 
 
 class ActionDeniedError(DeskpilotError):

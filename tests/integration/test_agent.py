@@ -193,3 +193,58 @@ def test_sigint_mid_hold_releases_everything(app: DemoApp, tmp_path: Path) -> No
     assert validate_run_dir(summary["run_dir"]) == []
     assert keys_and_buttons_down() == ([], 0)
     app.wait_for(lambda r: r["type"] == "key_release" and r["keysym"].startswith("Shift"), timeout=5)
+
+
+def test_qwen_computer_use_on_real_input(app: DemoApp, tmp_path: Path) -> None:
+    """Qwen3-VL's 0..999 grid, through real capture and XTest, onto the Tk app."""
+    from deskpilot.agent._tools_qwen import grid_to_physical
+
+    full = Mapping(Rect(0, 0, 1920, 1080), 960, 540)
+
+    def use(**args: Any) -> Reply:
+        return Reply(tool_calls=[("computer_use", args)])
+
+    script = [
+        use(action="left_click", coordinate=[500, 330]),
+        use(action="type", text="qw ✓"),
+        use(action="key", keys=["enter"]),
+        use(action="scroll", coordinate=[150, 900], pixels=-1),
+        use(action="right_click", coordinate=[100, 900]),
+        use(action="terminate", status="success"),
+    ]
+    with ModelServer(ScriptedPolicy(script)) as server:
+        result = run_agent(config(tmp_path, server.endpoint, **{"agent.toolset": "qwen"}), "qwen tools")
+        assert server.problems == []
+    assert result.outcome == "answered", result.error
+    app.wait_for(lambda r: r["type"] == "submitted", timeout=5)
+    events = app.events()
+    presses = [e for e in events if e["type"] == "press"]
+    target = [(e["x"], e["y"]) for e in presses if e["widget"] == "target"]
+    assert target == [grid_to_physical(full, 500, 330)]
+    assert [e["text"] for e in events if e["type"] == "submitted"] == ["qw ✓"]
+    wheel = [e for e in presses if e["button"] == 5]
+    assert wheel and (wheel[0]["x"], wheel[0]["y"]) == grid_to_physical(full, 150, 900)
+    assert any(e["button"] == 3 for e in presses)
+    assert keys_and_buttons_down() == ([], 0)
+
+
+def test_uitars_actions_on_real_input(app: DemoApp, tmp_path: Path) -> None:
+    """UI-TARS-1.5 absolute pixels on the smart-resized image (960x540 -> 952x532)."""
+    from deskpilot.agent._uitars import to_physical
+
+    full = Mapping(Rect(0, 0, 1920, 1080), 960, 540)
+    script = [
+        "Thought: The magenta target.\nAction: click(start_box='(476,176)')",
+        "Thought: Type and submit.\nAction: type(content='tars ✓\\n')",
+        "Thought: Done.\nAction: finished(content='typed')",
+    ]
+    with ModelServer(ScriptedPolicy(script)) as server:
+        result = run_agent(config(tmp_path, server.endpoint, **{"agent.toolset": "uitars"}), "uitars")
+        assert server.problems == [] and all("tools" not in r.body for r in server.requests)
+    assert result.outcome == "answered" and result.answer == "typed", result.error
+    app.wait_for(lambda r: r["type"] == "submitted", timeout=5)
+    events = app.events()
+    target = [(e["x"], e["y"]) for e in events if e["type"] == "press" and e["widget"] == "target"]
+    assert target == [to_physical(full, [476, 176], "1.5")]
+    assert [e["text"] for e in events if e["type"] == "submitted"] == ["tars ✓"]
+    assert keys_and_buttons_down() == ([], 0)

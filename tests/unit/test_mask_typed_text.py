@@ -69,7 +69,8 @@ def _all_tool_definitions() -> list[tuple[str, dict[str, Any], bool]]:
     out: list[tuple[str, dict[str, Any], bool]] = []
     for name in TOOLSETS:
         for tool in toolset(name).tools.values():
-            out.append((tool.name, tool.schema(), tool.name == "type_text"))
+            # qwen's computer_use types its `text` (action=type): a typing tool too.
+            out.append((tool.name, tool.schema(), tool.name in ("type_text", "computer_use")))
     for variant in _team_variants().values():
         for spec in (*variant.planner_tools, *variant.executor_tools):
             out.append((spec.name, spec.schema(), spec.kind == "type"))

@@ -10,7 +10,10 @@ import pytest
 from deskpilot.agent._prompts import SECURITY_NOTE, system_prompt
 from deskpilot.agent._tools import TOOLSETS, toolset
 
-ALL_TOOL_NAMES = sorted({name for make in TOOLSETS.values() for name in make().names})
+# Tool sets whose prompt is built by system_prompt; qwen and uitars bring the prompts their
+# models were trained with (and UI-TARS's action names are plain words: click, type, wait).
+BUILT = sorted(name for name, make in TOOLSETS.items() if make().prompt is None)
+ALL_TOOL_NAMES = sorted({name for set_name in BUILT for name in TOOLSETS[set_name]().names})
 FLAGS = list(itertools.product([True, False], [True, False]))
 
 
@@ -21,7 +24,7 @@ def mentioned_tools(prompt: str) -> set[str]:
     return known | identifiers
 
 
-@pytest.mark.parametrize("name", sorted(TOOLSETS))
+@pytest.mark.parametrize("name", BUILT)
 @pytest.mark.parametrize(("one_call", "auto_observe"), FLAGS)
 def test_prompt_names_only_tools_of_its_set(name: str, one_call: bool, auto_observe: bool) -> None:
     tools = toolset(name)
@@ -59,3 +62,11 @@ def test_a_custom_set_without_keys_or_observe_tool_gets_no_dangling_names() -> N
     prompt = system_prompt(tools, auto_observe=False)
     assert mentioned_tools(prompt) == {"click_element"}
     assert "Actions do not return a screenshot." in prompt
+
+
+def test_model_format_sets_bring_their_trained_prompts() -> None:
+    assert BUILT == ["extended", "seed000", "seed001"]
+    qwen = toolset("qwen").prompt or ""
+    assert "computer_use" in qwen and SECURITY_NOTE in qwen
+    uitars = toolset("uitars").prompt or ""
+    assert "## Action Space" in uitars and "finished(content=" in uitars and SECURITY_NOTE in uitars

@@ -138,6 +138,21 @@ def test_error_event_is_reported():
     assert result.error == {"message": "model crashed", "code": 500}
 
 
+def test_llamacpp_error_field_and_event_error_are_reported():
+    # llama.cpp 2025: a non-standard "error:" field at HTTP 200 (PR #16109), then [DONE]
+    body = b'data: {"choices": []}\n\nerror: {"code":500,"message":"boom","type":"server_error"}\n\ndata: [DONE]\n\n'
+    result, _ = assemble(sse_events(body))
+    assert result.error == {"code": 500, "message": "boom", "type": "server_error"}
+    # "event: error" + data (other servers), and a plain-text error field
+    result, _ = assemble(sse_events(b'event: error\ndata: {"message": "overloaded"}\n\n'))
+    assert result.error == {"message": "overloaded"}
+    result, _ = assemble(sse_events(b"error: upstream closed\n\n"))
+    assert result.error == "upstream closed"
+    # an "event:" name on a normal chunk changes nothing
+    result, _ = assemble(sse_events(b'event: message\ndata: {"choices": [{"index": 0, "delta": {"content": "ok"}}]}\n\n'))
+    assert result.content == "ok" and result.error is None
+
+
 def test_object_arguments_missing_index_and_missing_ids():
     counter = iter(range(1, 100))
     events = sse_events(sse(

@@ -36,6 +36,7 @@ import email.utils
 import inspect
 import itertools
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -49,14 +50,17 @@ from deskpilot._errors import (
     ModelError,
     ModelHTTPError,
     ModelResponseError,
+    ModelStreamError,
     ModelTimeoutError,
 )
 from deskpilot._version import __version__
 from deskpilot.agent._exchange_log import ExchangeLog
+from deskpilot.agent._ollama import NativeAssembler, to_native_request, to_openai_response
 from deskpilot.agent._sse import SSEDecoder, StreamAssembler
 from deskpilot.agent._toolcalls import (
     ToolCall,
     parse_message_tool_calls,
+    reasoning_tool_calls,
     split_content_tool_calls,
 )
 
@@ -65,7 +69,10 @@ __all__ = [
     "DEFAULT_MODEL",
     "ChatClient",
     "Completion",
+    "RetryVerdict",
     "Timings",
+    "classify_http_error",
+    "max_images_from_error",
 ]
 
 DEFAULT_ENDPOINT = "http://localhost:1234/v1/chat/completions"
@@ -179,6 +186,7 @@ class ChatClient:
         exchange_log: ExchangeLog | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         parse_content_tool_calls: bool = True,
+        num_ctx: int = 0,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
@@ -199,6 +207,13 @@ class ChatClient:
         self.stream = stream
         self.exchange_log = exchange_log
         self.parse_content_tool_calls = parse_content_tool_calls
+        #: ``time.monotonic()`` by which the run must end (None: no limit); no retry wait
+        #: is started that would pass it.
+        self.run_deadline: float | None = None
+        #: An endpoint ending in ``/api/chat`` is Ollama's native API (:mod:`._ollama`):
+        #: requests are translated, ``num_ctx`` (> 0) is sent as ``options.num_ctx``.
+        self.native_ollama = endpoint.split("?", 1)[0].rstrip("/").endswith("/api/chat")
+        self.num_ctx = int(num_ctx)
         self._ids = itertools.count(1)
         self._headers = {
             "Content-Type": "application/json",
@@ -232,6 +247,8 @@ class ChatClient:
     def models_url(self) -> str:
         """``.../v1/models`` next to the chat endpoint."""
         base = self.endpoint.rstrip("/")
+        if self.native_ollama:
+            return base[: -len("/api/chat")] + "/v1/models"
         for suffix in ("/chat/completions", "/completions"):
             if base.endswith(suffix):
                 return base[: -len(suffix)] + "/models"
@@ -263,6 +280,30 @@ class ChatClient:
         if not isinstance(items, list):
             raise self._response_error(f"{url} answered no model list", response.content, attempts=1, context=None)
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
+
+    async def get_json(self, url: str, *, timeout: float = 5.0) -> tuple[Any, dict[str, str]]:
+        """GET ``url`` (a server's side route: ``/props``, ``/api/ps``...) -> (JSON, headers).
+
+        For ``deskpilot doctor``; raises a :class:`ModelError` when it cannot be read."""
+        try:
+            response = await self._http.get(url, headers=self._headers, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            raise self._timeout_error(exc, attempts=1, context=None, url=url) from exc
+        except httpx.HTTPError as exc:
+            raise self._connection_error(exc, attempts=1, context=None, url=url) from exc
+        if response.status_code >= 400:
+            raise self._http_error(response.status_code, response.content, attempts=1, context=None, url=url)
+        try:
+            return orjson.loads(response.content), dict(response.headers)
+        except orjson.JSONDecodeError as exc:
+            raise self._response_error(f"{url} did not answer JSON", response.content, attempts=1,
+                                       context=None) from exc
+
+    def base_url(self) -> str:
+        """The server's root (``http://host:port``), for routes outside ``/v1``."""
+        parts = httpx.URL(self.endpoint)
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{parts.host}{port}"
 
     async def chat(
         self,
@@ -308,6 +349,9 @@ class ChatClient:
         work (e.g. create a task), not do it.
         """
         payload = body if isinstance(body, bytes) else orjson.dumps(dict(body))
+        # What goes on the wire: the same request in Ollama's native form for /api/chat
+        # (the logs keep the OpenAI form, whose images they know how to summarize).
+        wire = to_native_request(payload, num_ctx=self.num_ctx) if self.native_ollama else payload
         started = time.perf_counter()
         attempts = 1 + self.max_retries
         retry_wait = 0.0
@@ -319,7 +363,7 @@ class ChatClient:
             try:
                 completion = await self._attempt(
                     payload, attempt=attempt, context=context, on_tool_call=on_tool_call,
-                    summary=summary,
+                    summary=summary, wire=wire,
                 )
             except _Retryable as retry:
                 last = retry
@@ -340,6 +384,25 @@ class ChatClient:
             error.args = (f"{error} (after {attempts} attempts)",)
         raise error
 
+    def _check_wait(self, error: ModelHTTPError, wait: float | None) -> None:
+        """Fail at once when the server asks for a longer wait than this run can give.
+
+        Waiting ``Retry-After: 86400`` for two minutes and then failing helps nobody; the
+        bound is ``max_retry_after`` and the run's remaining time (:attr:`run_deadline`)."""
+        if wait is None:
+            return
+        limit = self.max_retry_after
+        where = f"max_retry_after ({self.max_retry_after:g} s)"
+        if self.run_deadline is not None:
+            left = self.run_deadline - time.monotonic()
+            if left < limit:
+                limit, where = max(0.0, left), f"the run's remaining time ({max(0.0, left):.0f} s)"
+        if wait > limit:
+            error.details["retry_wait_s"] = wait
+            error.args = (f"{error} — the server asks to wait {wait:g} s before trying again, more than "
+                          f"{where}: not retried",)
+            raise error
+
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after))
@@ -355,6 +418,7 @@ class ChatClient:
         context: dict[str, Any] | None,
         on_tool_call: ToolCallCallback | None,
         summary: dict[str, Any] | None,
+        wire: bytes | None = None,
     ) -> Completion:
         t0 = time.perf_counter()
         status: int | None = None
@@ -365,7 +429,7 @@ class ChatClient:
         try:
             try:
                 async with self._http.stream(
-                    "POST", self.endpoint, content=payload, headers=self._headers
+                    "POST", self.endpoint, content=payload if wire is None else wire, headers=self._headers
                 ) as response:
                     ttfb = time.perf_counter() - t0
                     status = response.status_code
@@ -375,12 +439,21 @@ class ChatClient:
                         log_response = _body_for_log(body)
                         error = self._http_error(status, body, attempts=attempt, context=context,
                                                  location=response.headers.get("location"))
-                        if status in _RETRY_STATUSES:
-                            raise _Retryable(error, _retry_after(response.headers.get("retry-after")))
-                        raise error
+                        verdict = classify_http_error(status, body, response.headers)
+                        error.details["retry"] = verdict.kind
+                        if verdict.kind == "permanent" or status not in _RETRY_STATUSES:
+                            raise error
+                        self._check_wait(error, verdict.wait)
+                        raise _Retryable(error, verdict.wait)
                     chunks = response.aiter_bytes()
                     head = await _first_bytes(chunks)
-                    if _is_event_stream(ctype, head):
+                    if self.native_ollama:
+                        streamed = "ndjson" in ctype
+                        completion, log_response = await self._read_native(
+                            _prepend(head, chunks), ctype, t0=t0, attempt=attempt, context=context,
+                            on_tool_call=on_tool_call, emitted=emitted,
+                        )
+                    elif _is_event_stream(ctype, head):
                         streamed = True
                         completion, log_response = await self._read_stream(
                             _prepend(head, chunks), t0=t0, attempt=attempt, context=context,
@@ -537,18 +610,21 @@ class ChatClient:
         log_response = {"assembled": assembled.response(), "chunks": assembled.chunks,
                         "done": assembled.done, "bad_events": assembled.bad_events}
         if assembled.error is not None:
-            raise self._http_error(
-                200, orjson.dumps({"error": assembled.error}), attempts=attempt, context=context,
-                streamed=True,
+            raise self._stream_error(orjson.dumps({"error": assembled.error}), attempts=attempt, context=context)
+        if not assembled.done and assembled.finish_reason is None:
+            started = bool(assembled.content or assembled.tool_calls or assembled.reasoning)
+            what = "part of an answer" if started else "any answer"
+            error = ModelStreamError(
+                f"{self.endpoint} ended the stream after {what}, with neither a finish_reason "
+                f"nor data: [DONE] ({assembled.chunks} chunks, {assembled.bad_events} unreadable "
+                "events): the answer may be cut short, so it is not used",
+                **self._details(attempt, context, body="", cut_short=True),
             )
-        if not assembled.done and assembled.finish_reason is None and not (
-            assembled.content or assembled.tool_calls
-        ):
-            raise _Retryable(self._response_error(
-                f"{self.endpoint} ended the stream before sending any answer "
-                f"({assembled.chunks} chunks, {assembled.bad_events} unreadable events)",
-                b"", attempts=attempt, context=context,
-            ))
+            if emitted:
+                # An action already started on a call of this stream: never send it again.
+                error.details["emitted_tool_calls"] = [c.id for c in emitted]
+                raise error
+            raise _Retryable(error)
         completion = self._build(
             assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
             body=b"", attempt=attempt, context=context, streamed=True,
@@ -559,6 +635,75 @@ class ChatClient:
             completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
         elif on_tool_call is not None:
             for call in completion.tool_calls:  # calls found in the content (fallback)
+                await _call(on_tool_call, call)
+        completion.timings.first_tool_call_s = first_call if first_call is not None else (
+            (time.perf_counter() - t0) if completion.tool_calls else None
+        )
+        return completion, log_response
+
+    async def _read_native(
+        self,
+        chunks: AsyncIterator[bytes],
+        ctype: str,
+        *,
+        t0: float,
+        attempt: int,
+        context: dict[str, Any] | None,
+        on_tool_call: ToolCallCallback | None,
+        emitted: list[ToolCall],
+    ) -> tuple[Completion, Any]:
+        """An answer of Ollama's native ``/api/chat``: one JSON object, or NDJSON lines."""
+        if "ndjson" not in ctype:
+            body = b"".join([chunk async for chunk in chunks])
+            try:
+                data = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                data = None
+            if not isinstance(data, dict):
+                # Not JSON: let the OpenAI reader report it the usual way.
+                return await self._read_json(body, ctype, attempt=attempt, context=context,
+                                             on_tool_call=on_tool_call, t0=t0)
+            converted = orjson.dumps(to_openai_response(data, self.new_call_id))
+            return await self._read_json(converted, "application/json", attempt=attempt, context=context,
+                                         on_tool_call=on_tool_call, t0=t0)
+        assembler = NativeAssembler(self.new_call_id)
+        first_call: float | None = None
+        async for chunk in chunks:
+            for raw_call in assembler.feed(chunk):
+                first_call = first_call if first_call is not None else time.perf_counter() - t0
+                if on_tool_call is not None:
+                    call = parse_message_tool_calls([raw_call], new_id=self.new_call_id)[0]
+                    call.index = len(emitted)
+                    emitted.append(call)
+                    await _call(on_tool_call, call)
+            if assembler.done or assembler.error is not None:
+                break
+        else:
+            assembler.close()
+        assembled = assembler.finish()
+        log_response = {"assembled": assembled.response(), "lines": assembled.chunks, "done": assembled.done,
+                        "bad_lines": assembled.bad_events}
+        if assembled.error is not None:
+            raise self._stream_error(orjson.dumps({"error": assembled.error}), attempts=attempt, context=context)
+        if not assembled.done:
+            error = ModelStreamError(
+                f"{self.endpoint} ended the stream before its last line (\"done\": true) "
+                f"({assembled.chunks} lines): the answer may be cut short, so it is not used",
+                **self._details(attempt, context, body="", cut_short=True),
+            )
+            if emitted:
+                error.details["emitted_tool_calls"] = [c.id for c in emitted]
+                raise error
+            raise _Retryable(error)
+        completion = self._build(
+            assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
+            body=b"", attempt=attempt, context=context, streamed=True,
+        )
+        if emitted:
+            by_id = {c.id: c for c in emitted}
+            completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
+        elif on_tool_call is not None:
+            for call in completion.tool_calls:
                 await _call(on_tool_call, call)
         completion.timings.first_tool_call_s = first_call if first_call is not None else (
             (time.perf_counter() - t0) if completion.tool_calls else None
@@ -588,6 +733,8 @@ class ChatClient:
         tool_calls = parse_message_tool_calls(message.get("tool_calls"), new_id=self.new_call_id)
         if not tool_calls and self.parse_content_tool_calls and content:
             content, tool_calls = split_content_tool_calls(content, new_id=self.new_call_id)
+        if not tool_calls and self.parse_content_tool_calls and isinstance(reasoning, str):
+            tool_calls = reasoning_tool_calls(content, reasoning, new_id=self.new_call_id)
         history_message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             history_message["tool_calls"] = [_history_call(c) for c in tool_calls]
@@ -667,6 +814,18 @@ class ChatClient:
         return ModelHTTPError(
             message, status=status,
             **self._details(attempts, context, body=_excerpt(body), server_message=server_message),
+        )
+
+    def _stream_error(self, body: bytes, *, attempts: int, context: dict[str, Any] | None) -> ModelStreamError:
+        """An error event inside a 200 stream (not retried: the server said what is wrong)."""
+        server_message = _server_error_message(body)
+        hint = _status_hint(200, server_message)
+        message = f"{self.endpoint} answered in the stream: {server_message or '(no error message)'}"
+        if hint:
+            message = f"{message} — {hint}"
+        return ModelStreamError(
+            message, **self._details(attempts, context, status=200, body=_excerpt(body),
+                                     server_message=server_message),
         )
 
     def _response_error(
@@ -755,6 +914,95 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+@dataclass(frozen=True, slots=True)
+class RetryVerdict:
+    """How to treat a failed HTTP answer: ``kind`` is ``"permanent"`` (never retried),
+    ``"rate_limit"`` (retried after ``wait`` seconds, from the headers) or
+    ``"transient"`` (retried with backoff, or after ``wait`` when the server said)."""
+
+    kind: str
+    wait: float | None = None
+    reason: str = ""
+
+
+# Failures that no retry can fix, whatever the status says (llama.cpp answers most of them
+# with HTTP 500): each names its source.
+_PERMANENT = (
+    # llama.cpp tools/server/utils.hpp: "tools param requires --jinja flag"
+    ("--jinja", "llama.cpp was started without --jinja"),
+    # llama.cpp tools/server/utils.hpp (mtmd): "image input is not supported - hint: if this
+    # is unexpected, you may need to provide the mmproj"
+    ("mmproj", "the model has no vision projector (mmproj)"),
+    ("image input is not supported", "the model does not accept images"),
+    # OpenAI 429 {"error": {"type": "insufficient_quota", "code": "insufficient_quota"}}
+    ("insufficient_quota", "the account has no quota left"),
+    ("exceeded your current quota", "the account has no quota left"),
+    # llama.cpp: "the request exceeds the available context size, try increasing it"
+    ("exceeds the available context size", "the prompt does not fit the context"),
+    ("exceed_context_size", "the prompt does not fit the context"),
+    # Ollama: "registry.ollama.ai/library/x does not support tools"
+    ("does not support tools", "the model does not support tool calls"),
+    # LM Studio: "No models loaded. Please load a model..."
+    ("no models loaded", "no model is loaded"),
+)
+
+
+def classify_http_error(status: int, body: bytes, headers: Mapping[str, str]) -> RetryVerdict:
+    """Permanent, rate limit or transient, from the status, the error body and the headers."""
+    lower = body[: _MAX_ERROR_BODY].decode("utf-8", "replace").lower()
+    for needle, reason in _PERMANENT:
+        if needle in lower:
+            return RetryVerdict("permanent", None, reason)
+    wait = _header_wait(headers)
+    if status == 429:
+        return RetryVerdict("rate_limit", wait, "rate limited")
+    if status in _RETRY_STATUSES:
+        return RetryVerdict("transient", wait, "transient")
+    return RetryVerdict("permanent", None, f"HTTP {status}")
+
+
+def _header_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms``, ``Retry-After`` or the OpenAI-style
+    ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens`` (``"6m0s"``, ``"20ms"``),
+    taking the reset of an exhausted limit (``x-ratelimit-remaining-* == 0``) first."""
+    value = headers.get("retry-after-ms")
+    if value:
+        with contextlib.suppress(ValueError):
+            return max(0.0, float(value) / 1000.0)
+    wait = _retry_after(headers.get("retry-after"))
+    if wait is not None:
+        return wait
+    resets: list[float] = []
+    exhausted: list[float] = []
+    for kind in ("requests", "tokens"):
+        reset = _duration(headers.get(f"x-ratelimit-reset-{kind}"))
+        if reset is None:
+            continue
+        resets.append(reset)
+        if (headers.get(f"x-ratelimit-remaining-{kind}") or "").strip() == "0":
+            exhausted.append(reset)
+    if exhausted:
+        return max(exhausted)
+    return max(resets) if resets else None
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+
+
+def _duration(value: str | None) -> float | None:
+    """``"1h2m3.5s"``, ``"6m0s"``, ``"20ms"`` or plain seconds -> seconds."""
+    if not value:
+        return None
+    text = value.strip().lower()
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(text))
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        return None
+    scale = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
 def _server_error_message(body: bytes) -> str:
     """The human part of an error body in the dialects servers speak.
 
@@ -788,6 +1036,8 @@ def _server_error_message(body: bytes) -> str:
 
 def _status_hint(status: int, server_message: str) -> str:
     lower = server_message.lower()
+    if "try pulling it first" in lower:
+        return "Ollama does not have this model: `ollama pull MODEL` (or name one `ollama list` shows)"
     if status == 404 or ("not found" in lower and "model" in lower):
         return ("check that LMSTUDIO_ENDPOINT ends with /v1/chat/completions and that "
                 "LMSTUDIO_MODEL names a loaded model (see GET /v1/models)")
@@ -796,6 +1046,17 @@ def _status_hint(status: int, server_message: str) -> str:
     if status == 413 or ("context" in lower and ("length" in lower or "exceed" in lower or "overflow" in lower)):
         return ("the request is too large for the model: use smaller screenshots, keep fewer "
                 "(AGENT_KEEP_LAST_SCREENSHOTS) or load the model with a longer context")
+    limit = max_images_from_error(server_message)
+    if limit is not None:
+        return (f"the server takes at most {limit} image(s) per request (vLLM --limit-mm-per-prompt): "
+                f"keep fewer screenshots (--set history.keep_last_screenshots={limit}) or restart it "
+                'with a higher limit, e.g. --limit-mm-per-prompt \'{"image": 4}\'')
+    if "--jinja" in lower:
+        return "restart llama-server with --jinja (tool calls need the model's chat template)"
+    if "mmproj" in lower:
+        return "start llama-server with the model's vision projector: --mmproj FILE (or -hf with a vision model)"
+    if "insufficient_quota" in lower or "exceeded your current quota" in lower:
+        return "the account has no quota left: check billing (not retried)"
     if "image" in lower or "vision" in lower or "multimodal" in lower:
         return "does the loaded model accept images? load a vision model (e.g. qwen3-vl-8b-instruct)"
     if "tool" in lower or "function" in lower:
@@ -805,6 +1066,15 @@ def _status_hint(status: int, server_message: str) -> str:
     if status >= 500:
         return "a server-side failure (see the server's log)"
     return ""
+
+
+_MAX_IMAGES = re.compile(r"at most (\d+) image", re.IGNORECASE)
+
+
+def max_images_from_error(message: str) -> int | None:
+    """N from vLLM's "At most N image(s) may be provided in one prompt/request"."""
+    m = _MAX_IMAGES.search(message)
+    return int(m.group(1)) if m else None
 
 
 def _content_text(content: Any) -> str | None:

@@ -109,6 +109,14 @@ class ModelSettings:
     retries: int = setting(2, env="LMSTUDIO_RETRIES", minimum=0, maximum=20)
     api_key: str = setting("", env=("LMSTUDIO_API_KEY", "OPENAI_API_KEY"), help="bearer token")
     tool_choice: str = setting("auto", env="LMSTUDIO_TOOL_CHOICE", choices=("auto", "required", "none"))
+    num_ctx: int = setting(
+        0, env="OLLAMA_NUM_CTX", minimum=0,
+        help="Ollama's native /api/chat only: the context length (options.num_ctx); 0 = the server's default",
+    )
+    server: str = setting(
+        "auto", env="LMSTUDIO_SERVER", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
+        help="server profile (deskpilot.agent._servers): auto picks one from the endpoint and learns from errors",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +153,9 @@ class LoopSettings:
     """``[agent]``: the turn policy of the single mode and the shared loop."""
 
     mode: str = setting("single", env="AGENT_MODE", help="single (team/stateless when installed)")
-    toolset: str = setting("seed000", env="AGENT_TOOLSET", choices=("seed000", "seed001", "extended"))
+    toolset: str = setting(
+        "seed000", env="AGENT_TOOLSET", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0")
+    )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
     max_seconds: float = setting(0.0, env="AGENT_MAX_SECONDS", minimum=0.0, help="0 = no wall limit")
     step_delay: float = setting(

@@ -50,7 +50,13 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
+from deskpilot._errors import (
+    DeskpilotError,
+    ModelHTTPError,
+    ModelStreamError,
+    PlatformError,
+    RunInterrupted,
+)
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -59,6 +65,7 @@ from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
+from deskpilot.agent._servers import ServerProfile
 from deskpilot.agent._settle import SettlePolicy, settle
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
@@ -112,7 +119,10 @@ class StepLimit(DeskpilotError):
 class ModeResult:
     """What a mode's ``run`` returns: the outcome word and the final answer text."""
 
-    outcome: str  # "answered", "max_steps", or a mode's own word ("done", "blocked", ...)
+    #: "answered" (finished on purpose), "truncated" (cut at the token limit),
+    #: "no_action" (nothing actionable after one reminder), "max_steps", or a mode's own
+    #: word ("done", "blocked", ...). "server_error" and "error" come from run_agent.
+    outcome: str
     answer: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -128,7 +138,7 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.outcome not in ("error", "interrupted")
+        return self.outcome not in ("error", "server_error", "interrupted")
 
 
 @dataclass(slots=True)
@@ -268,6 +278,8 @@ class Session:
             "frames_encoded": 0,
         }
         self.last_content = ""
+        #: What this run's server wants in a request (``--server``; learns from 400s).
+        self.profile = ServerProfile.for_run(config.model.server, config.model.endpoint, config.model.model)
 
     # ------------------------------------------------------------------ turns
     def start(self, role: str = "agent") -> Turn:
@@ -346,15 +358,23 @@ class Session:
             redaction.learn_tools(tools)  # before the exchange log records the answer
         model = self.config.model
         previous = self._pending
-        with previous.timer.phase("request_build") if previous else nullcontext():
-            body = history.build_request(
+        profile = self.profile
+        profile.apply(history)
+
+        def build() -> bytes:
+            return history.build_request(
                 model=model.model,
                 tools=tools,
                 tool_choice=tool_choice or model.tool_choice,
-                temperature=model.temperature if temperature is None else temperature,
-                max_tokens=model.max_tokens if max_tokens is None else max_tokens,
                 stream=model.stream,
+                **profile.request_args(
+                    temperature=model.temperature if temperature is None else temperature,
+                    max_tokens=model.max_tokens if max_tokens is None else max_tokens,
+                ),
             )
+
+        with previous.timer.phase("request_build") if previous else nullcontext():
+            body = build()
         stats = history.stats()
         request_at = time.perf_counter()
         if previous is not None:
@@ -373,9 +393,21 @@ class Session:
 
         started = time.perf_counter()
         try:
-            completion = await self.client.complete(
-                body, context={"turn": turn.number, "role": role}, on_tool_call=callback
-            )
+            while True:
+                try:
+                    completion = await self.client.complete(
+                        body, context={"turn": turn.number, "role": role}, on_tool_call=callback
+                    )
+                    break
+                except ModelHTTPError as exc:
+                    # A 400 that says what the server wants (the token-limit field, no
+                    # temperature, fewer images): adapt once per lesson and resend the turn.
+                    lesson = profile.learn(exc, history)
+                    if lesson is None:
+                        raise
+                    turn.record.setdefault("server_adapted", []).append(lesson)
+                    body = build()
+                    turn.record["request"].update(images=history.stats().images_live, bytes=len(body))
         finally:
             turn.timer.add("model", (time.perf_counter() - started) * 1000)
             self.steps += 1
@@ -610,6 +642,8 @@ class Session:
             "screenshot_dir": str(self.runlog.dump_dir),
             "totals": dict(self.totals),
             "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
+            # Only when the server's answers changed the requests (keeps plain runs' summaries as they were).
+            **({"server": self.profile.describe()} if self.profile.learned else {}),
             **(dict(extra) if extra else {}),
         }
 
@@ -672,6 +706,9 @@ async def run_agent_async(
     redaction: _RunRedaction | None = None
     if redact_options is not None:
         redaction = _RunRedaction(redact_options)
+        # A text protocol (UI-TARS) writes what it types into its reply text: the
+        # exchange log records that reply before any call has run, so read it there.
+        redaction.text_protocol = getattr(getattr(mode, "tools", None), "text_protocol", None)
         runlog.redactor = redaction.record
         if config.run.exchange_log:
             exchange = _RedactingExchangeLog(runlog.exchange_log_path, redaction)
@@ -751,7 +788,10 @@ async def run_agent_async(
             api_key=model.api_key or None,
             exchange_log=exchange,
             transport=transport,
+            num_ctx=model.num_ctx,
         )
+        # No retry wait may outlast the run (a Retry-After longer than what is left fails at once).
+        client.run_deadline = time.monotonic() + _wall_time_limit(config)
         if screen_factory is None:
             size = (config.screen.image_width, config.screen.image_height)
 
@@ -863,7 +903,10 @@ async def run_agent_async(
             error = None if outcome == "max_time" else f"stopped by {reason}"
             answer = strip_think(session.last_content)
         except DeskpilotError as exc:
-            outcome, error = "error", f"{type(exc).__name__}: {exc}"
+            # An error event in a stream, or a stream cut short: the server failed
+            # mid-answer (not a configuration problem), an outcome of its own.
+            outcome = "server_error" if isinstance(exc, ModelStreamError) else "error"
+            error = f"{type(exc).__name__}: {exc}"
             extra["error_details"] = _jsonable(exc.details)
     except _SetupInterrupted:
         outcome, error = "interrupted", f"stopped by {interrupted[0]} before the first request"
@@ -1014,6 +1057,8 @@ class _RunRedaction:
         self._no_images = dataclasses.replace(options, images=False)
         self.typed: TypedTexts | None = TypedTexts() if options.mask_typed_text else None
         self._tools: list[dict[str, Any]] | None = None
+        #: The run's text protocol (UI-TARS), whose typed texts sit in the reply text.
+        self.text_protocol: Any = None
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
         if self.typed is None or tools is self._tools:
@@ -1029,7 +1074,24 @@ class _RunRedaction:
             self.typed.add_from(record, self.options)
 
     def record(self, record: Any, *, images: bool = True) -> Any:
+        if self.typed is not None and self.text_protocol is not None:
+            self._learn_text_calls(record)
         return redact(record, self.options if images else self._no_images, typed=self.typed)
+
+    def _learn_text_calls(self, value: Any) -> None:
+        """Typed texts of text-protocol actions (``type(content='...')``) in any string."""
+        if isinstance(value, str):
+            if "Action:" in value and self.typed is not None:
+                for call in self.text_protocol(value, lambda: "redact"):
+                    text = (call.arguments or {}).get("content")
+                    if call.name == "type" and isinstance(text, str) and text:
+                        self.typed.add(text, text.replace("\\n", "\n").rstrip("\n"))
+        elif isinstance(value, dict):
+            for item in value.values():
+                self._learn_text_calls(item)
+        elif isinstance(value, list):
+            for item in value:
+                self._learn_text_calls(item)
 
     def text(self, text: str) -> str:
         if self.typed is not None:

@@ -163,7 +163,7 @@ BUILTIN_SCENARIOS: tuple[Scenario, ...] = (
 )
 
 _GROUP_ALIASES = {"000": "seed000", "seed000": "seed000", "001": "seed001", "seed001": "seed001", "demo": "demo", "user": "user"}
-_TOOLSETS = ("seed000", "seed001", "extended")
+_TOOLSETS = ("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0")
 
 
 def _scenario_from_table(table: Mapping[str, Any], where: str, index: int) -> Scenario:

@@ -37,7 +37,7 @@ DONE = "[DONE]"
 class SSEDecoder:
     """Incremental SSE parser: :meth:`feed` bytes, get complete events' data strings."""
 
-    __slots__ = ("_buffer", "_data", "_decoder", "_has_data", "_pending_cr")
+    __slots__ = ("_buffer", "_data", "_decoder", "_event", "_has_data", "_pending_cr")
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -45,6 +45,7 @@ class SSEDecoder:
         self._data: list[str] = []
         self._has_data = False
         self._pending_cr = False
+        self._event = ""
 
     def feed(self, chunk: bytes) -> list[str]:
         text = self._decoder.decode(chunk)
@@ -75,29 +76,52 @@ class SSEDecoder:
         if tail:
             self._line(tail, events)
         if self._has_data:
-            events.append("\n".join(self._data))
-            self._data.clear()
-            self._has_data = False
+            events.append(self._dispatch())
         return events
+
+    def _dispatch(self) -> str:
+        data = "\n".join(self._data)
+        self._data.clear()
+        self._has_data = False
+        event, self._event = self._event, ""
+        return _as_error(data) if event == "error" else data
 
     def _line(self, line: str, events: list[str]) -> None:
         if not line:
             if self._has_data:
-                events.append("\n".join(self._data))
-                self._data.clear()
-                self._has_data = False
+                events.append(self._dispatch())
+            else:
+                self._event = ""
             return
         if line[0] == ":":
             return  # comment / keep-alive ping
         name, colon, value = line.partition(":")
         if not colon:
             return  # a field with no value: nothing we use
-        if name != "data":
-            return  # event:, id:, retry: carry nothing a chat completion needs
         if value.startswith(" "):
             value = value[1:]
+        if name == "error":
+            # llama.cpp's own field, not SSE: an event of its own, at once.
+            events.append(_as_error(value))
+            return
+        if name == "event":
+            self._event = value.strip()
+            return
+        if name != "data":
+            return  # id:, retry: carry nothing a chat completion needs
         self._data.append(value)
         self._has_data = True
+
+
+def _as_error(value: str) -> str:
+    """An error event's data as a ``{"error": ...}`` chunk (the assembler's error form)."""
+    try:
+        decoded: Any = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        decoded = value.strip() or "the server reported an error without a message"
+    if isinstance(decoded, dict) and decoded.get("error"):
+        return orjson.dumps(decoded).decode()
+    return orjson.dumps({"error": decoded}).decode()
 
 
 def sse_events(body: bytes) -> list[str]:

@@ -1,6 +1,6 @@
 """The tools a model calls: schemas, argument checks, actions and the seeds' payloads.
 
-Three tool sets share one executor:
+The tool sets share one executor:
 
 ``seed000`` (default)
     observe_screen, click_element(label, box), type_text(text), press_key(key),
@@ -11,6 +11,10 @@ Three tool sets share one executor:
     seed000 plus double_click, right_click, drag, scroll (up/down/left/right),
     hold_key, wait and zoom; the click tools take an optional ``hold`` (keys held
     during the click, e.g. ``"ctrl"``).
+``qwen``
+    Qwen3-VL's own ``computer_use`` function and prompt (:mod:`._tools_qwen`).
+``uitars`` / ``uitars-1.0``
+    UI-TARS's text protocol, ``Action: click(start_box='(x,y)')`` (:mod:`._uitars`).
 
 Results are the seeds' JSON payloads, ``{"ok": true, ...}`` or ``{"ok": false,
 "error": {"type": ..., "message": ...}}`` with the types in :data:`ERROR_TYPES`. The
@@ -35,17 +39,22 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from deskpilot._errors import ActionDeniedError, DeskpilotError, InvalidBoxError, UnknownKeyError
 from deskpilot.geometry import Box, Mapping, clamp_norm, parse_box
 from deskpilot.input import parse_combo
 
+if TYPE_CHECKING:
+    from deskpilot.agent._toolcalls import ToolCall
+
 __all__ = [
     "ERROR_TYPES",
     "TOOLSETS",
+    "TOOLSET_NAMES",
     "Hands",
     "NoEffectTracker",
+    "TextProtocol",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -128,6 +137,9 @@ class ToolOutcome:
     observe: bool = False
     #: Region (over the current image) that the next image must show at native resolution.
     zoom: Box | None = None
+    #: The model ended the task with this tool: ``(status, text)``, status ``"success"``
+    #: or ``"failure"`` (qwen's terminate/answer, UI-TARS finished/call_user).
+    final: tuple[str, str] | None = None
 
     @property
     def ok(self) -> bool:
@@ -219,10 +231,19 @@ class Tool:
         return Tool(name, description or self.description, self.parameters, self.run, self.kind)
 
 
+#: A text protocol: the calls written in a reply's content (``new_id`` names them).
+TextProtocol = Callable[[str, Callable[[], str]], "list[ToolCall]"]
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSet:
     name: str
     tools: dict[str, Tool]
+    #: The system prompt the model was trained with (None: built from the tools).
+    prompt: str | None = None
+    #: Set for a model that answers in text instead of tool calls (UI-TARS): no tools are
+    #: sent, and this reads the calls from the content.
+    text_protocol: TextProtocol | None = None
 
     @property
     def names(self) -> list[str]:
@@ -235,13 +256,15 @@ class ToolSet:
         return self.tools.get(name)
 
 
-def make_toolset(name: str, tools: Iterable[Tool]) -> ToolSet:
+def make_toolset(
+    name: str, tools: Iterable[Tool], *, prompt: str | None = None, text_protocol: TextProtocol | None = None
+) -> ToolSet:
     table: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in table:
             raise ValueError(f"tool set {name!r} has two tools named {tool.name!r}")
         table[tool.name] = tool
-    return ToolSet(name, table)
+    return ToolSet(name, table, prompt, text_protocol)
 
 
 # ---------------------------------------------------------------------- argument helpers
@@ -803,11 +826,39 @@ def _extended() -> ToolSet:
     )
 
 
-TOOLSETS: dict[str, Callable[[], ToolSet]] = {"seed000": _seed000, "seed001": _seed001, "extended": _extended}
+def _qwen() -> ToolSet:
+    from deskpilot.agent._tools_qwen import qwen_toolset
+
+    return qwen_toolset()
+
+
+def _uitars() -> ToolSet:
+    from deskpilot.agent._uitars import uitars_toolset
+
+    return uitars_toolset("1.5")
+
+
+def _uitars_10() -> ToolSet:
+    from deskpilot.agent._uitars import uitars_toolset
+
+    return uitars_toolset("1.0")
+
+
+TOOLSETS: dict[str, Callable[[], ToolSet]] = {
+    "seed000": _seed000,
+    "seed001": _seed001,
+    "extended": _extended,
+    "qwen": _qwen,
+    "uitars": _uitars,
+    "uitars-1.0": _uitars_10,
+}
+#: Every tool set name (for choices in flags and config).
+TOOLSET_NAMES = tuple(TOOLSETS)
 
 
 def toolset(name: str) -> ToolSet:
-    """A built-in tool set by name (``seed000``, ``seed001``, ``extended``)."""
+    """A built-in tool set by name (``seed000``, ``seed001``, ``extended``, ``qwen``,
+    ``uitars``, ``uitars-1.0``)."""
     try:
         return TOOLSETS[name]()
     except KeyError:

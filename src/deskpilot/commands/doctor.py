@@ -17,7 +17,7 @@ from typing import Any
 
 from deskpilot.commands.run import add_model_options, config_from_args
 
-__all__ = ["PROBE_COLORS", "Check", "image_check", "register", "run_checks"]
+__all__ = ["OLLAMA_DEFAULT_CTX", "PROBE_COLORS", "Check", "image_check", "register", "request_tokens", "run_checks"]
 
 
 @dataclass
@@ -240,6 +240,7 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
             )
         elif ids:
             checks.append(Check("model", "PASS", f"{model.model!r} is loaded"))
+        checks.extend(await _server_checks(client, config))
         tool = {
             "type": "function",
             "function": {
@@ -280,6 +281,96 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
             checks.append(
                 Check("tools", "WARN", f"the model answered without a tool call: {excerpt!r}")
             )
+    return checks
+
+
+#: Ollama's context when nothing sets it: 4096 tokens on GPUs with under 23 GiB (its FAQ,
+#: "How can I specify the context window size?"); the oldest messages beyond it are cut.
+OLLAMA_DEFAULT_CTX = 4096
+# Qwen2.5/3-VL spend about one token per 28x28 pixels of an image (14 px patches, merged 2x2).
+_PIXELS_PER_TOKEN = 28 * 28
+_TEXT_TOKENS = 1500  # system prompt, tool definitions and a few turns of text, roughly
+
+
+def request_tokens(config: Any) -> int:
+    """A rough upper estimate of the context one request of this config needs."""
+    screen, history = config.screen, config.history
+    per_image = -(-int(screen.image_width) // 28) * -(-int(screen.image_height) // 28)
+    return int(per_image * history.keep_last_screenshots + _TEXT_TOKENS + config.model.max_tokens)
+
+
+async def _server_context(client: Any, profile: str, models: list[dict[str, Any]], model: str) -> int | None:
+    """The context length the server runs the model with, where it says (None: unknown)."""
+    entry = next((m for m in models if m.get("id") == model), models[0] if models else {})
+    max_len = entry.get("max_model_len")
+    if isinstance(max_len, int):  # vLLM
+        return max_len
+    base = client.base_url()
+    try:
+        if profile == "llamacpp":
+            props, _ = await client.get_json(base + "/props")
+            ctx = (props.get("default_generation_settings") or {}).get("n_ctx")
+            return int(ctx) if isinstance(ctx, int) else None
+        if profile == "lmstudio":
+            info, _ = await client.get_json(f"{base}/api/v0/models/{model}")
+            ctx = info.get("loaded_context_length") or info.get("max_context_length")
+            return int(ctx) if isinstance(ctx, int) else None
+        if profile == "ollama":
+            ps, _ = await client.get_json(base + "/api/ps")
+            for item in ps.get("models") or []:
+                if isinstance(item, dict) and item.get("name", "").split(":")[0] == model.split(":")[0]:
+                    ctx = item.get("context_length")
+                    return int(ctx) if isinstance(ctx, int) else None
+    except Exception:
+        return None  # a route this server (version) does not have: the context stays unknown
+    return None
+
+
+async def _server_checks(client: Any, config: Any) -> list[Check]:
+    """Which server this is (the profile), and whether this config's requests fit its context."""
+    from deskpilot.agent._servers import detect_profile
+
+    checks: list[Check] = []
+    models: list[dict[str, Any]] = []
+    server_header = ""
+    try:
+        data, headers = await client.get_json(client.models_url)
+        models = [m for m in (data.get("data") or []) if isinstance(m, dict)] if isinstance(data, dict) else []
+        server_header = headers.get("server", "")
+    except Exception:
+        pass  # the endpoint check above already reported it
+    owned_by = next((str(m.get("owned_by")) for m in models if m.get("owned_by")), None)
+    detected = detect_profile(config.model.endpoint, owned_by=owned_by, server_header=server_header)
+    chosen = config.model.server
+    how = f"owned_by {owned_by!r}" if owned_by else (f"Server: {server_header}" if server_header else "the URL")
+    if chosen == "auto":
+        checks.append(Check("server", "PASS", f"{detected} (detected from {how}); --server overrides"))
+    elif detected not in (chosen, "generic"):
+        checks.append(Check("server", "WARN", f"--server {chosen}, but it looks like {detected} (from {how})"))
+    else:
+        checks.append(Check("server", "PASS", f"{chosen} (--server)"))
+    profile = detected if chosen == "auto" else chosen
+    need = request_tokens(config)
+    ctx = await _server_context(client, profile, models, config.model.model)
+    if profile == "ollama" and ctx is None:
+        ctx = OLLAMA_DEFAULT_CTX
+        fix = ("start the server with OLLAMA_CONTEXT_LENGTH=32768 (or a model with PARAMETER num_ctx 32768): "
+               "Ollama silently drops the oldest messages beyond its context, and that is the task")
+        if need > ctx:
+            checks.append(Check("context", "WARN", f"a request needs about {need} tokens; Ollama's default "
+                                                   f"context is {ctx} (GPUs under 23 GiB): {fix}"))
+        else:
+            checks.append(Check("context", "PASS", f"about {need} tokens per request; Ollama's default is {ctx}"))
+        return checks
+    if ctx is None:
+        checks.append(Check("context", "SKIP", f"the server does not say its context length; a request needs "
+                                               f"about {need} tokens"))
+    elif need > ctx:
+        checks.append(Check("context", "WARN", f"a request needs about {need} tokens, the model runs with {ctx}: "
+                                               "use smaller screenshots (--image-size), keep fewer "
+                                               "(history.keep_last_screenshots) or load it with a longer context"))
+    else:
+        checks.append(Check("context", "PASS", f"about {need} tokens per request fit the context of {ctx}"))
     return checks
 
 

@@ -19,7 +19,18 @@ from typing import Any
 
 __all__ = ["register"]
 
-_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
+# 4-6: the run ended without the model finishing on purpose (README "Model servers").
+_EXIT_CODES = {
+    "answered": 0,
+    "error": 1,
+    "max_steps": 3,
+    "max_time": 3,
+    "truncated": 4,
+    "no_action": 5,
+    "server_error": 6,
+    "failed": 7,
+    "interrupted": 130,
+}
 
 
 class _PanelParser(argparse.ArgumentParser):

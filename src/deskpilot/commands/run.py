@@ -24,7 +24,9 @@ from typing import Any
 
 __all__ = ["add_agent_options", "add_model_options", "add_safety_options", "config_from_args", "register"]
 
-_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "interrupted": 130}
+# 4-6: the run ended without the model finishing on purpose (README "Model servers").
+_EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "truncated": 4, "no_action": 5,
+               "server_error": 6, "failed": 7, "interrupted": 130}
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +35,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--model", help="model id (LMSTUDIO_MODEL)")
     g.add_argument("--api-key", dest="api_key", help="bearer token (LMSTUDIO_API_KEY / OPENAI_API_KEY)")
     g.add_argument("--timeout", type=float, help="seconds per request (LMSTUDIO_TIMEOUT)")
+    g.add_argument("--server", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
+                   help="server profile: token-limit field, temperature, image limit (LMSTUDIO_SERVER; default auto)")
     g.add_argument("--config", metavar="PATH", help="TOML config file (default ./deskpilot.toml if present)")
     g.add_argument(
         "--set", dest="set_values", action="append", default=[], metavar="SECTION.KEY=VALUE",
@@ -43,7 +47,8 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("agent")
     g.add_argument("--mode", help="single (default); team and stateless when installed (AGENT_MODE)")
-    g.add_argument("--toolset", choices=("seed000", "seed001", "extended"), help="tool names and set (AGENT_TOOLSET)")
+    g.add_argument("--toolset", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
+                   help="tool names and set (AGENT_TOOLSET); qwen / uitars: the models' own formats")
     g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
     g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
     g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")
@@ -90,6 +95,7 @@ _FLAG_KEYS = {
     "endpoint": "model.endpoint",
     "model": "model.model",
     "api_key": "model.api_key",
+    "server": "model.server",
     "timeout": "model.timeout",
     "temperature": "model.temperature",
     "max_tokens": "model.max_tokens",

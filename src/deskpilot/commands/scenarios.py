@@ -19,7 +19,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--scenarios", dest="scenario_files", action="append", default=[], metavar="FILE",
                         help="TOML file with [[scenario]] tables (repeatable; also DESKPILOT_SCENARIOS)")
     parser.add_argument("--config", metavar="PATH", help="TOML config file (its [[scenario]] tables count too)")
-    parser.add_argument("--toolset", choices=("seed000", "seed001", "extended"),
+    parser.add_argument("--toolset", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
                         help="which list a bare number refers to (default: AGENT_TOOLSET or seed000)")
     parser.add_argument("--json", dest="as_json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=handle)

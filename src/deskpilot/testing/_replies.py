@@ -128,7 +128,27 @@ class Fault:
     after_chunks: int = 0
 
     KINDS = ("http", "drop", "stall", "invalid_json", "wrong_content_type", "truncated_stream",
-             "no_done", "stall_body", "empty_choices")
+             "no_done", "stall_body", "empty_choices", "raw")
+
+    @classmethod
+    def raw(cls, response: bytes) -> Fault:
+        """Answer with these exact bytes: a status line, headers, a blank line and the body
+        (a recorded server answer, replayed byte for byte). The head may use LF line
+        ends (sent as CRLF); the body is sent as is, then the connection is closed,
+        which ends a body without ``Content-Length``."""
+        ends = [i for i in (response.find(b"\r\n\r\n"), response.find(b"\n\n")) if i >= 0]
+        if not ends or not response.startswith(b"HTTP/1."):
+            raise ValueError("a raw response starts with 'HTTP/1.x STATUS' and has a blank line after its headers")
+        cut = min(ends)
+        head = response[:cut].replace(b"\r\n", b"\n")
+        body = response[cut:].removeprefix(b"\r\n\r\n").removeprefix(b"\n\n")
+        status = int(head.split(b" ", 2)[1])
+        lines = head.split(b"\n")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.decode("latin-1").partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return cls("raw", status=status, body=body, headers=headers)
 
     @classmethod
     def http(cls, status: int, message: str = "injected failure", *, retry_after: float | str | None = None,

@@ -42,7 +42,9 @@ from deskpilot.testing._validate import (
 
 __all__ = ["ModelServer", "RecordedRequest", "serve"]
 
-_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+# /api/chat: Ollama's native route, for replaying its answers (use validate=False: its
+# requests are not in OpenAI form).
+_CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/api/chat"})
 
 
 @dataclass(slots=True)
@@ -506,6 +508,13 @@ class ModelServer:
             hdrs = {"content-type": "application/json", **fault.headers, "content-length": str(len(fault.body))}
             writer.write(_head(fault.status, hdrs, keep_alive=keep_alive) + fault.body)
             return keep_alive
+        if kind == "raw":
+            record.status = fault.status
+            # The recorded headers (minus framing: this body ends when the connection closes).
+            hdrs = {k: v for k, v in fault.headers.items()
+                    if k not in ("content-length", "transfer-encoding", "connection")}
+            writer.write(_head(fault.status, hdrs, keep_alive=False) + fault.body)
+            return False
         if kind == "drop":
             if fault.delay > 0:
                 await asyncio.sleep(fault.delay)

@@ -52,6 +52,7 @@ from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
+from deskpilot.agent._toolcalls import strip_think
 from deskpilot.agent._tools import Hands, err_payload
 from deskpilot.agent.stateless._config import StatelessSettings, output_size
 from deskpilot.agent.stateless._prompt import denied_text, system_prompt, user_text
@@ -130,6 +131,8 @@ class StatelessEngine:
         self._log_level = logging.NOTSET
         self._annotation_fallbacks = 0
         self._capturer: Any = None  # deskpilot.capture.Capturer of the working area (real screens)
+        self._finish_reason: str | None = None  # of the model reply being parsed
+        self._text_from_reasoning = False
 
     # ------------------------------------------------------------------ run
     async def run(self) -> ModeResult:
@@ -302,6 +305,23 @@ class StatelessEngine:
             **out.as_record(),
             "text": text if len(text) <= 20000 else text[:20000],
         }
+        # What the reply's completion said applies to this turn only (an injected or
+        # boot text that follows has none).
+        finish_reason, self._finish_reason = self._finish_reason, None
+        if self._text_from_reasoning:
+            turn.record["reply"]["from_reasoning"] = True
+            self._text_from_reasoning = False
+        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
+            # Cut at the token limit with nothing usable: asking again would be cut again.
+            turn.record["final"] = False
+            turn.record["ended_by"] = "truncated"
+            session.close_turn(turn)
+            self._turn = None
+            return ModeResult(
+                "truncated",
+                strip_think(text),
+                extra={"stateless": self._summary(), "finish_reason": finish_reason},
+            )
         log.debug(
             "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
             number,
@@ -435,6 +455,18 @@ class StatelessEngine:
         turn.record["model"] = completion.as_record()
         session.close_turn(turn, request_at=request_at)
         self._turn = None
+        self._finish_reason = completion.finish_reason
+        if (
+            not strip_think(completion.content)
+            and completion.reasoning
+            and completion.reasoning.strip()
+        ):
+            # A thinking model behind a reasoning parser (LM Studio, llama.cpp
+            # --reasoning-format, vLLM --reasoning-parser) can leave its whole JSON answer
+            # in the reasoning field and an empty content: read the answer from there.
+            self._text_from_reasoning = True
+            return completion.reasoning, replied
+        self._text_from_reasoning = False
         return completion.content, replied
 
     def _request_body(
@@ -450,13 +482,17 @@ class StatelessEngine:
             feedback=self.settings.feedback,
         )
         history.add_observation(png_data_url(png), text=text, label=f"turn {number}")
+        # The server profile decides the token-limit field and whether temperature goes.
+        args = self.session.profile.request_args(
+            temperature=model.temperature, max_tokens=model.max_tokens
+        )
         return history.build_request(
             model=model.model,
             tools=[],
-            temperature=model.temperature,
-            max_tokens=model.max_tokens,
+            temperature=args["temperature"],
+            max_tokens=args["max_tokens"],
             stream=model.stream,
-            extra={"top_p": self.settings.top_p},
+            extra={"top_p": self.settings.top_p, **(args["extra"] or {})},
         )
 
     # ------------------------------------------------------------------ actions

@@ -384,6 +384,13 @@ class TeamMode:
                 },
             )
             self._switch(log, before, state.mode_name, switch.reasons)
+        elif not completion.tool_calls and completion.finish_reason in ("length", "max_tokens"):
+            turn.record["ended_by"] = "truncated"
+            return ModeResult(
+                "truncated",
+                strip_think(completion.content),
+                {"finish_reason": completion.finish_reason},
+            )
         else:
             kept = state.keep_plan()
             if not completion.tool_calls:
@@ -515,6 +522,13 @@ class TeamMode:
         }
         turn.record["team"] = team_record
         calls = completion.tool_calls
+        if not calls and completion.finish_reason in ("length", "max_tokens"):
+            # Cut at the token limit (a thinking model spent it on reasoning): the same
+            # request would be cut again, turn after turn, until the step limit.
+            turn.record["ended_by"] = "truncated"
+            return ModeResult(
+                "truncated", response_text, {"finish_reason": completion.finish_reason}
+            )
         if not calls:
             await self._no_tool_call(
                 session, state, turn, log, detector, response_text, obs.screenshot

@@ -1,0 +1,390 @@
+"""The models' own formats: Qwen3-VL's computer_use (``--toolset qwen``), UI-TARS's text
+protocol (``--toolset uitars`` / ``uitars-1.0``) and every tool-call text syntax of the
+supported servers' templates.
+
+Runs go through the real loop, HTTP client and local test server on the simulated
+desktop (1920x1080; target button at (880, 400, 160, 90)).
+"""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from deskpilot.agent import load_config, run_agent
+from deskpilot.agent._simulated import SimulatedDesktop
+from deskpilot.agent._toolcalls import reasoning_tool_calls, split_content_tool_calls
+from deskpilot.agent._tools_qwen import grid_to_physical
+from deskpilot.agent._uitars import parse_uitars, smart_resize, to_physical
+from deskpilot.commands.run import _EXIT_CODES
+from deskpilot.geometry import Mapping, Rect
+from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+
+def ids() -> Any:
+    counter = itertools.count(1)
+    return lambda: f"call_{next(counter)}"
+
+
+def run(
+    tmp_path: Path, script: list[Any], toolset: str, **flags: Any
+) -> tuple[Any, ModelServer, SimulatedDesktop]:
+    desk = SimulatedDesktop()
+    with ModelServer(ScriptedPolicy(script)) as srv:
+        cfg = load_config(
+            flags={
+                "model.endpoint": srv.endpoint,
+                "run.runs_dir": str(tmp_path / "runs"),
+                "run.quiet": True,
+                "agent.toolset": toolset,
+                "agent.max_steps": 8,
+                **flags,
+            },
+            env={},
+            search_default=False,
+        )
+        result = run_agent(
+            cfg,
+            "click the target, then type hi",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+        )
+    return result, srv, desk
+
+
+def inside_target(point: tuple[int, int]) -> bool:
+    x, y = point
+    return 880 <= x < 1040 and 400 <= y < 490
+
+
+# -- Qwen3-VL computer_use -----------------------------------------------------------------------------
+
+
+def test_qwen_grid_maps_cell_centres_onto_physical_pixels() -> None:
+    full = Mapping(Rect(-1920, 0, 1920, 1080), 1536, 864)
+    assert grid_to_physical(full, 0, 0) == (-1920, 0)
+    assert grid_to_physical(full, 999, 999) == (-1, 1079)
+    assert grid_to_physical(full, 500, 500) == (-1920 + 960, 540)  # floor(500.5 * 1.92)
+    assert grid_to_physical(full, 2000, -5) == (-1, 0)  # clamped into the grid
+    crop = Mapping(Rect(100, 50, 1000, 500), 1000, 500)  # a crop sandbox: the grid covers it only
+    assert grid_to_physical(crop, 0, 0) == (100, 50)
+    assert grid_to_physical(crop, 999, 999) == (1099, 549)
+    assert grid_to_physical(crop, 250, 500) == (100 + 250, 50 + 250)
+
+
+@pytest.mark.parametrize("style", ["native", "content"])
+def test_qwen_computer_use_acts_and_terminates(tmp_path: Path, style: str) -> None:
+    script = [
+        Reply(
+            tool_calls=[("computer_use", {"action": "left_click", "coordinate": [500, 412]})],
+            style=style,
+        ),
+        Reply(tool_calls=[("computer_use", {"action": "type", "text": "hi"})], style=style),
+        Reply(tool_calls=[("computer_use", {"action": "key", "keys": ["enter"]})], style=style),
+        Reply(
+            tool_calls=[("computer_use", {"action": "terminate", "status": "success"})], style=style
+        ),
+    ]
+    result, srv, desk = run(tmp_path, script, "qwen")
+    assert result.outcome == "answered", result.error
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
+    assert desk.submitted == ["hi"]
+    first = srv.requests[0]
+    assert first.tool_names == ["computer_use"]
+    assert (
+        "computer_use" in first.messages[0]["content"]
+        and "action=terminate" in first.messages[0]["content"]
+    )
+    assert srv.problems == []
+
+
+def test_qwen_terminate_failure_and_answer(tmp_path: Path) -> None:
+    failed, _, _ = run(
+        tmp_path / "a",
+        [Reply(tool_calls=[("computer_use", {"action": "terminate", "status": "failure"})])],
+        "qwen",
+    )
+    assert failed.outcome == "failed" and _EXIT_CODES["failed"] == 7
+    answered, _, _ = run(
+        tmp_path / "b",
+        [Reply(tool_calls=[("computer_use", {"action": "answer", "text": "42 files"})])],
+        "qwen",
+    )
+    assert answered.outcome == "answered" and answered.answer == "42 files"
+
+
+def test_qwen_every_pointer_action_maps_through_the_grid(tmp_path: Path) -> None:
+    actions = [
+        {"action": "mouse_move", "coordinate": [100, 100]},
+        {"action": "double_click", "coordinate": [500, 412]},
+        {"action": "triple_click", "coordinate": [500, 412]},
+        {"action": "right_click", "coordinate": [900, 900]},
+        {"action": "middle_click", "coordinate": [900, 900]},
+        {"action": "left_click_drag", "coordinate": [200, 200]},
+        {"action": "scroll", "coordinate": [500, 500], "pixels": -3},
+        {"action": "hscroll", "pixels": 2},
+        {"action": "wait", "time": 0},
+        {"action": "bogus"},
+        {"action": "terminate", "status": "success"},
+    ]
+    result, srv, desk = run(
+        tmp_path,
+        [Reply(tool_calls=[("computer_use", a)]) for a in actions],
+        "qwen",
+        **{"agent.max_steps": 12},
+    )
+    assert result.outcome == "answered", result.error
+    kinds = [e["action"] for e in desk.events]
+    assert "drag" in kinds and "scroll" in kinds
+    clicks = [e for e in desk.events if e["action"] == "click"]
+    assert [(c["button"], c["count"]) for c in clicks] == [
+        ("left", 2),
+        ("left", 3),
+        ("right", 1),
+        ("middle", 1),
+    ]
+    drag = next(e for e in desk.events if e["action"] == "drag")
+    assert drag["end"] == list(
+        grid_to_physical(Mapping(Rect(0, 0, 1920, 1080), 768, 432), 200, 200)
+    )
+    scrolls = [e for e in desk.events if e["action"] == "scroll"]
+    assert scrolls[0]["dy"] == 3 and scrolls[1]["dx"] == 2  # negative pixels scroll down
+    last = [m for m in srv.requests[-1].messages if m.get("role") == "tool"]
+    bogus = orjson.loads(last[-1]["content"])
+    assert bogus["ok"] is False and bogus["error"]["type"] == "invalid_args"
+
+
+# -- UI-TARS ---------------------------------------------------------------------------------------------
+
+
+def test_smart_resize_matches_the_reference_values() -> None:
+    # qwen_vl_utils.smart_resize on the sizes deskpilot sends.
+    assert smart_resize(756, 1344) == (756, 1344)
+    assert smart_resize(1080, 1920) == (1092, 1932)
+    assert smart_resize(216, 384) == (224, 392)
+    assert smart_resize(5000, 8000)[0] * smart_resize(5000, 8000)[1] <= 16384 * 28 * 28
+
+
+def test_uitars_coordinates_per_version() -> None:
+    m = Mapping(Rect(0, 0, 1920, 1080), 1344, 756)  # smart-resized: unchanged (multiples of 28)
+    assert to_physical(m, [672, 311], "1.5") == (960, 444)
+    assert to_physical(m, [500, 412], "1.0") == (960, 444)
+    assert to_physical(m, [0, 0, 1344, 756], "1.5") == (960, 540)  # a box acts at its centre
+    odd = Mapping(Rect(0, 0, 1920, 1080), 1536, 864)  # smart-resized to 1540 x 868
+    assert to_physical(odd, [770, 434], "1.5") == (960, 540)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "Thought: go\nAction: click(start_box='(960,296)')",
+            [("click", {"start_box": [960.0, 296.0]})],
+        ),
+        (
+            "Thought: go\nAction: click(start_box='<|box_start|>(235,512)<|box_end|>')",
+            [("click", {"start_box": [235.0, 512.0]})],
+        ),
+        (
+            "Thought: go\nAction: click(point='<point>100 200</point>')",
+            [("click", {"start_box": [100.0, 200.0]})],
+        ),
+        (
+            "Thought: go\nAction: drag(start_point='<point>1 2</point>', end_point='<point>3 4</point>')",
+            [("drag", {"start_box": [1.0, 2.0], "end_box": [3.0, 4.0]})],
+        ),
+        (
+            "Thought: go\nAction: type(content='it's here\\n')",
+            [("type", {"content": "it's here\n"})],
+        ),
+        (
+            "Thought: go\nAction: hotkey(key='ctrl c')\n\nclick(start_box='(5,6)')",
+            [("hotkey", {"key": "ctrl c"}), ("click", {"start_box": [5.0, 6.0]})],
+        ),
+        (
+            "Reflection: r Action_Summary: s\nAction: finished(content='all \"done\"')",
+            [("finished", {"content": 'all "done"'})],
+        ),
+        (
+            "Thought: go\nAction: scroll(start_box='(10,20,30,40)', direction='down')",
+            [("scroll", {"start_box": [10.0, 20.0, 30.0, 40.0], "direction": "down"})],
+        ),
+        ("Just talking, no action.", []),
+    ],
+)
+def test_uitars_parser(text: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
+    assert [(a.action_type, a.inputs) for a in parse_uitars(text)] == expected
+
+
+def test_uitars_parser_rejects_unreadable_actions() -> None:
+    with pytest.raises(ValueError, match="cannot read the action"):
+        parse_uitars("Thought: x\nAction: click(start_box=)")
+
+
+# The simulated desktop sends 768x432 images: smart-resized to 756x420, so (378, 173) is
+# x 0.5, y 0.412 of the image (the target's centre) for UI-TARS-1.5.
+@pytest.mark.parametrize(
+    ("toolset", "point"),
+    [("uitars", "(378,173)"), ("uitars-1.0", "<|box_start|>(500,412)<|box_end|>")],
+)
+def test_uitars_run_clicks_types_and_finishes(tmp_path: Path, toolset: str, point: str) -> None:
+    script = [
+        f"Thought: The magenta target is in the middle.\nAction: click(start_box='{point}')",
+        "Thought: Now type.\nAction: type(content='hi\\n')",
+        "Thought: Done.\nAction: finished(content='Clicked and typed.')",
+    ]
+    result, srv, desk = run(tmp_path, script, toolset)
+    assert result.outcome == "answered", result.error
+    assert result.answer == "Clicked and typed."
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
+    assert desk.submitted == ["hi"]
+    assert all("tools" not in r.body for r in srv.requests)  # a text protocol: no tools sent
+    assert "## Action Space" in srv.requests[0].messages[0]["content"]
+    second = srv.requests[1].messages
+    assert [m["role"] for m in second if m["role"] == "tool"] == []
+    assert "Result: click:" in orjson.dumps(second[-1]).decode()
+    assert srv.problems == []
+
+
+def test_uitars_text_without_action_gets_a_reminder_then_no_action(tmp_path: Path) -> None:
+    result, srv, _desk = run(tmp_path, ["I think it is done.", "Still no action."], "uitars")
+    assert result.outcome == "no_action" and len(srv.requests) == 2
+    assert "Action:" in str(srv.requests[1].messages[-1]["content"])
+
+
+def test_uitars_call_user_ends_failed(tmp_path: Path) -> None:
+    result, _, _ = run(tmp_path, ["Thought: I need a password.\nAction: call_user()"], "uitars")
+    assert result.outcome == "failed"
+
+
+# -- tool-call text syntaxes --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "name", "arguments"),
+    [
+        # Qwen3.5/3.6 (Qwen3-Coder XML), LM Studio bug-tracker #2115
+        (
+            "<tool_call>\n<function=click_element>\n<parameter=label>\nOK button\n</parameter>\n"
+            "<parameter=box>\n[500, 412]\n</parameter>\n</function>\n</tool_call>",
+            "click_element",
+            {"label": "OK button", "box": [500, 412]},
+        ),
+        # the same, cut off before its closing tags
+        (
+            "<tool_call>\n<function=type_text>\n<parameter=text>\nhello world",
+            "type_text",
+            {"text": "hello world"},
+        ),
+        # Llama 3.1 custom format
+        ('<function=press_key>{"key": "enter"}</function>', "press_key", {"key": "enter"}),
+        # GLM-4.5
+        (
+            "<tool_call>click_element\n<arg_key>label</arg_key>\n<arg_value>OK</arg_value>\n"
+            "<arg_key>box</arg_key>\n<arg_value>[1, 2]</arg_value>\n</tool_call>",
+            "click_element",
+            {"label": "OK", "box": [1, 2]},
+        ),
+        # Mistral v3 and v11
+        (
+            '[TOOL_CALLS][{"name": "press_key", "arguments": {"key": "tab"}}]',
+            "press_key",
+            {"key": "tab"},
+        ),
+        ('[TOOL_CALLS]press_key[ARGS]{"key": "tab"}', "press_key", {"key": "tab"}),
+        # Llama 3.x python tag
+        (
+            '<|python_tag|>{"name": "press_key", "parameters": {"key": "f5"}}',
+            "press_key",
+            {"key": "f5"},
+        ),
+        # Llama 3.2 / Llama 4 pythonic (vLLM --tool-call-parser pythonic, llama.cpp)
+        (
+            "[click_element(label='OK', box=[500, 412])]",
+            "click_element",
+            {"label": "OK", "box": [500, 412]},
+        ),
+        # Gemma 3 tool_code fence
+        ('```tool_code\npress_key(key="enter")\n```', "press_key", {"key": "enter"}),
+        # Hermes / Qwen2.5 JSON (worked before)
+        (
+            '<tool_call>\n{"name": "press_key", "arguments": {"key": "a"}}\n</tool_call>',
+            "press_key",
+            {"key": "a"},
+        ),
+    ],
+)
+def test_every_template_call_syntax_is_read(
+    content: str, name: str, arguments: dict[str, Any]
+) -> None:
+    rest, calls = split_content_tool_calls(content, new_id=ids())
+    assert [(c.name, c.arguments, c.error) for c in calls] == [(name, arguments, None)]
+    assert rest == ""
+
+
+def test_calls_in_reasoning_only_when_the_content_is_empty() -> None:
+    reasoning = 'I will click.\n<tool_call>\n{"name": "click_element", "arguments": {"label": "a", "box": [1, 2]}}\n</tool_call>'
+    calls = reasoning_tool_calls("", reasoning, new_id=ids())
+    assert [(c.name, c.source) for c in calls] == [("click_element", "reasoning")]
+    assert reasoning_tool_calls("I answer instead.", reasoning, new_id=ids()) == []
+    # prose reasoning with a JSON example is not a call
+    assert (
+        reasoning_tool_calls("", 'Maybe {"name": "x", "arguments": {}} would do', new_id=ids())
+        == []
+    )
+    # a think block holding the call, nothing after it (the same bug through a raw template)
+    rest, calls = split_content_tool_calls(f"<think>{reasoning}</think>", new_id=ids())
+    assert [c.name for c in calls] == ["click_element"] and rest == ""
+    # a call merely considered in the think block, with a visible answer, is not a call
+    rest, calls = split_content_tool_calls(
+        f"<think>{reasoning}</think>The answer is 4.", new_id=ids()
+    )
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    ("content", "finish", "verdict"),
+    [
+        ("Done: the file is saved.", "stop", "answered"),
+        ("Done.", None, "answered"),  # a server that does not say: a complete JSON body
+        ("Action: none needed, the task is complete.", "stop", "answered"),
+        ("Thought: go\nAction: click(start_box='(1,2)')", "stop", "no_action"),
+        ("<think>I should click</think>", "stop", "no_action"),
+        ("", "stop", "no_action"),
+        ("The answer so far", "length", "truncated"),
+        ("", "length", "truncated"),
+        ("Something", "content_filter", "no_action"),
+    ],
+)
+def test_final_verdict(content: str, finish: str | None, verdict: str) -> None:
+    from deskpilot.agent._mode_single import final_verdict
+
+    assert final_verdict(content, finish) == verdict
+
+
+def test_uitars_typed_text_is_masked_in_every_record(tmp_path: Path) -> None:
+    script = [
+        "Thought: Click.\nAction: click(start_box='(378,173)')",
+        "Thought: Type it.\nAction: type(content='s3cretword\\n')",
+        "Thought: Done.\nAction: finished(content='ok')",
+    ]
+    result, _, desk = run(tmp_path, script, "uitars", **{"safety.mask_typed_text": True})
+    assert result.outcome == "answered" and desk.submitted == ["s3cretword"]
+    for name in ("turns.jsonl", "exchange.jsonl", "summary.json"):
+        assert "s3cretword" not in (result.run_dir / name).read_text(), name
+
+
+def test_pythonic_lookalikes_in_prose_are_not_calls() -> None:
+    for text in [
+        "[see below]",
+        "The list is [a(1), b(2)] as shown.",
+        "[open(os.system('x'))]",
+        "[f(x=y)]",
+    ]:
+        rest, calls = split_content_tool_calls(text, new_id=ids())
+        assert calls == [] and rest == text
