@@ -257,7 +257,7 @@ def server_table(url_bytes: list[bytes], repeat: int) -> None:
     h = History(SYSTEM, tools=TOOLS)
     h.add_task(TASK)
     # Real PNG bytes so the test server's validation passes: a corpus screenshot if present.
-    corpus = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "corpus", "05_webphoto.png")
+    corpus = os.path.join(os.path.dirname(__file__), "corpus", "05_webphoto.png")
     png = None
     if os.path.exists(corpus):
         with open(corpus, "rb") as fh:
