@@ -38,6 +38,38 @@ def test_demo_command_starts_its_own_display(tmp_path: Path) -> None:
     assert f"screenshots (4): {runs[0]}" in out.replace("\n", "")
 
 
+def test_demo_all_runs_every_mode_with_its_own_protocol(xvfb: str, tmp_path: Path) -> None:
+    """`deskpilot demo --all`: single, team (both variants) and stateless each work the app,
+    each driven by a built-in pixel-reading model speaking that mode's protocol."""
+    proc = deskpilot("demo", "--all", "--runs-dir", str(tmp_path / "runs"), "--image-size", "960x540",
+                     cwd=tmp_path, timeout=400)
+    out = proc.stdout.replace("\n", " ")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for title in ("single mode", "team mode, planner/executor", "team mode, commander/operator", "stateless mode"):
+        assert f"PASS {title}: outcome answered, 4/4 checks" in out, out
+        assert f"what the demo app received ({title})" in out
+    assert out.count("PASS text typed exactly") == 4
+    assert proc.stdout.count("model: the built-in test server") == 4  # one model line per run
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 4 and all(validate_run_dir(r) == [] for r in runs)
+    summaries = [orjson.loads((r / "summary.json").read_bytes()) for r in runs]
+    assert [s["mode"] for s in summaries] == ["single", "team", "team", "stateless"]
+    assert [s["team"]["variant"] for s in summaries[1:3]] == ["003", "002"]
+    # each variant's own tool names, planner first
+    for run, plan, click in ((runs[1], "update_execution_plan", "click_screen_element"), (runs[2], "spawn_operator", "click_element")):
+        turns = [t for t in iter_turns(run) if t.get("tool_call")]
+        names = [t["tool_call"]["name"] for t in turns]
+        assert names[0] == plan and click in names, names
+    # stateless: one turn with a box and three actions
+    acting = [t for t in iter_turns(runs[3]) if t.get("stage") == "turn" and t.get("actions")]
+    assert [a["physical"]["kind"] for a in acting[0]["actions"]] == ["click", "type", "key"]
+
+
+def test_demo_rejects_all_with_a_mode(tmp_path: Path) -> None:
+    proc = deskpilot("demo", "--all", "--mode", "team", cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0 and "--all runs every mode" in proc.stderr
+
+
 def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> None:
     """`deskpilot demo --endpoint URL` (the LM Studio path) talks to the given server only."""
     from deskpilot.agent._demo_app import TARGET_RGB
