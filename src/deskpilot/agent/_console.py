@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deskpilot.agent._timings import OVERHEAD, PHASES
+from deskpilot.agent._tools import toolset_label
 
 __all__ = ["ConsoleReporter", "format_action", "phase_table"]
 
@@ -172,7 +173,7 @@ class ConsoleReporter:
 
     def start(self, info: Mapping[str, Any]) -> None:
         c = self.console
-        c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {info.get('toolset')}"))
+        c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {toolset_label(str(info.get('toolset')))}"))
         c.print(Text.assemble("task: ", (str(info.get("task")), "bold")))
         c.print(f"model: {self.model_label or info.get('model')} at {info.get('endpoint')}")
         screen = info.get("screen") or {}
