@@ -15,6 +15,7 @@ import pytest
 from deskpilot.agent import iter_turns, validate_run_dir
 from deskpilot.commands.doctor import PROBE_COLORS, _model_checks, image_check
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
+from deskpilot.testing._examples import EXAMPLES, example_items
 
 pytestmark = pytest.mark.x11
 
@@ -68,6 +69,50 @@ def test_demo_all_runs_every_mode_with_its_own_protocol(xvfb: str, tmp_path: Pat
 def test_demo_rejects_all_with_a_mode(tmp_path: Path) -> None:
     proc = deskpilot("demo", "--all", "--mode", "team", cwd=tmp_path, timeout=60)
     assert proc.returncode != 0 and "--all runs every mode" in proc.stderr
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_every_shipped_example_script_drives_the_demo(name: str, xvfb: str, tmp_path: Path) -> None:
+    """What the examples README tells a user to do: `deskpilot testserver --example NAME` in one
+    terminal, `deskpilot demo <flags> --endpoint URL` in another; the app receives it all."""
+    server = subprocess.Popen([sys.executable, "-m", "deskpilot", "testserver", "--example", name],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        endpoint = re.search(r"(http://127\.0\.0\.1:\d+/v1/chat/completions)", first)
+        assert endpoint, first + server.stderr.read() if server.stderr else first
+        flags = EXAMPLES[name].demo_flags.split()
+        proc = deskpilot("demo", *flags, "--endpoint", endpoint.group(1), "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "960x540", cwd=tmp_path)
+    finally:
+        server.terminate()
+        log, errors = server.communicate(timeout=10)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + log + errors
+    for line in ("PASS target clicked within its bounds", "PASS text typed exactly", "PASS Enter received"):
+        assert line in proc.stdout
+    assert "outcome: answered" in proc.stdout and "problem:" not in errors, errors
+    # every scripted answer was asked for, and nothing more
+    assert len(example_items(name)) == log.count("\n#") + log.startswith("#"), log
+
+
+@pytest.mark.parametrize(("policy", "flags"), [("team", ["--mode", "team", "--variant", "commander"]),
+                                             ("stateless", ["--mode", "stateless"])])
+def test_testserver_pixel_policies_of_each_mode(policy: str, flags: list[str], xvfb: str, tmp_path: Path) -> None:
+    server = subprocess.Popen([sys.executable, "-m", "deskpilot", "testserver", "--policy", policy,
+                               "--target", "255,0,255", "--text", "Grüße, 世界! ✓ deskpilot"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert server.stdout is not None
+        endpoint = re.search(r"(http://127\.0\.0\.1:\d+/v1/chat/completions)", server.stdout.readline())
+        assert endpoint
+        proc = deskpilot("demo", *flags, "--endpoint", endpoint.group(1), "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "960x540", cwd=tmp_path)
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS text typed exactly" in proc.stdout and "outcome: answered" in proc.stdout
 
 
 def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> None:
