@@ -154,6 +154,8 @@ def test_doctor_warns_when_the_model_names_the_wrong_colour(xvfb: str, tmp_path:
     assert "WARN images model may not see images: asked for the colour of a" in out, out
     assert "it answered 'purple'" in out and "PASS tools the model called report_color" in out
     assert proc.returncode == 0, out + proc.stderr  # a warning, not a failure
+    # ...and not "all checks passed" under a WARN
+    assert "all checks passed" not in out and "no check failed, " in out and "read the WARN line" in out
 
 
 @pytest.mark.parametrize("color", sorted(PROBE_COLORS))
