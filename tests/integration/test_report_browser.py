@@ -169,7 +169,7 @@ def test_screenshots_load_lazily_as_the_page_scrolls(browser: EventChromium, tmp
     first = "(() => { const i = document.querySelector('section.turn img'); return i.complete && i.naturalWidth > 0; })()"
     browser.wait_for(session, first, timeout=10)
     last = "document.querySelectorAll('section.turn figure.shot img')[document.querySelectorAll('section.turn figure.shot img').length - 1]"
-    assert browser.evaluate(session, f"document.querySelectorAll('img[loading=lazy]').length === document.images.length")
+    assert browser.evaluate(session, "document.querySelectorAll('img[loading=lazy]').length === document.images.length")
     assert browser.evaluate(session, f"{last}.naturalWidth") == 0  # far below the fold: not loaded yet
     browser.evaluate(session, f"{last}.scrollIntoView(), true")
     browser.wait_for(session, f"{last}.complete && {last}.naturalWidth > 0", timeout=10)
