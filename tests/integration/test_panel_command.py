@@ -106,14 +106,33 @@ def test_panel_hints_what_to_paste_takes_a_plain_reply_and_stays_up_after_the_ru
     (tmp_path / "empty.toml").write_text("")
     with ModelServer(ScriptedPolicy([done])) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "deskpilot", "panel", "--linger", "--panel-port", "0", "--endpoint",
-             server.endpoint, "--runs-dir", str(tmp_path / "runs"), "--no-physical", "--max-steps", "3",
-             "--config", str(tmp_path / "empty.toml")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "deskpilot",
+                "panel",
+                "--linger",
+                "--panel-port",
+                "0",
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--no-physical",
+                "--max-steps",
+                "3",
+                "--config",
+                str(tmp_path / "empty.toml"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         lines: queue.Queue[str] = queue.Queue()
         assert proc.stderr is not None
-        threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+        threading.Thread(
+            target=lambda: [lines.put(line) for line in proc.stderr], daemon=True
+        ).start()  # type: ignore[union-attr]
         seen: list[str] = []
 
         def wait_line(needle: str, timeout: float = 60) -> str:
@@ -135,7 +154,9 @@ def test_panel_hints_what_to_paste_takes_a_plain_reply_and_stays_up_after_the_ru
             url = curl.split("curl -X POST ")[1].split("/inject")[0]
             reply = b'{"observation": "Injected: I click the centre.", "actions": [{"name": "click", "x1": 500, "y1": 500}]}'
             with httpx.Client(base_url=url, timeout=5) as client:
-                posted = client.post("/inject", content=reply, headers={"content-type": "application/json"})
+                posted = client.post(
+                    "/inject", content=reply, headers={"content-type": "application/json"}
+                )
                 assert posted.status_code == 202, posted.text
                 ended = wait_line("the panel stays up at")
                 assert "the run ended (answered)" in ended and "Ctrl+C" in ended

@@ -590,8 +590,16 @@ def test_annotate_is_public_where_readme_says() -> None:
     """README names `deskpilot.imaging.annotate` among the kernels: it is exported there."""
     from deskpilot import imaging
 
-    assert {"annotate", "Annotator", "ActionMark", "BoxMark", "OverlayStyle"} <= set(imaging.__all__)
+    assert {"annotate", "Annotator", "ActionMark", "BoxMark", "OverlayStyle"} <= set(
+        imaging.__all__
+    )
     frame = np.full((90, 160, 3), 40, np.uint8)
-    out = imaging.annotate(frame.copy(), [imaging.ActionMark("click", 500, 500)], [imaging.BoxMark(100, 100, 400, 400, "b")])
-    expected = ov.annotate(frame.copy(), [ActionMark("click", 500, 500)], [BoxMark(100, 100, 400, 400, "b")])
+    out = imaging.annotate(
+        frame.copy(),
+        [imaging.ActionMark("click", 500, 500)],
+        [imaging.BoxMark(100, 100, 400, 400, "b")],
+    )
+    expected = ov.annotate(
+        frame.copy(), [ActionMark("click", 500, 500)], [BoxMark(100, 100, 400, 400, "b")]
+    )
     assert np.array_equal(out, expected) and not np.array_equal(out, frame)

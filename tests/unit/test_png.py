@@ -160,7 +160,12 @@ def test_corpus_frames_roundtrip(backend: str, path: Any) -> None:
 def test_corpus_ships_with_the_repository() -> None:
     # The corpus lives in benchmarks/corpus so every figure README cites can be reproduced
     # from a clone (it used to sit outside the repository and these tests were skipped).
-    assert [p.name for p in corpus_frames()] == ["01_word.png", "02_files.png", "04_code.png", "05_webphoto.png"]
+    assert [p.name for p in corpus_frames()] == [
+        "01_word.png",
+        "02_files.png",
+        "04_code.png",
+        "05_webphoto.png",
+    ]
 
 
 def test_backends_produce_identical_bytes() -> None:

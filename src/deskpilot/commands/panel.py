@@ -50,7 +50,10 @@ def register(subparsers: Any) -> None:
         "task", nargs="*", help="task text; none: wait for a model output on POST /inject"
     )
     parser.add_argument(
-        "--linger", dest="linger", action=argparse.BooleanOptionalAction, default=None,
+        "--linger",
+        dest="linger",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="keep the panel up after the run ends, to look at the final state, until Ctrl+C "
         "(default: when started from a terminal)",
     )
@@ -70,7 +73,9 @@ def handle(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
     extra["agent.mode"] = "stateless"
     extra.setdefault("stateless.panel", "on")
-    linger = args.linger if args.linger is not None else (sys.stdin.isatty() and sys.stdout.isatty())
+    linger = (
+        args.linger if args.linger is not None else (sys.stdin.isatty() and sys.stdout.isatty())
+    )
     extra.setdefault("stateless.panel_linger", linger)
     config = config_from_args(args, extra)
     if not task and config.sources.get("stateless.boot_enabled") == "default":

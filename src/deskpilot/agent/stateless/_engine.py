@@ -61,7 +61,13 @@ from deskpilot.geometry import Rect, crop_rect
 from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token
 
-__all__ = ["StatelessEngine", "StatelessError", "StatelessMode", "run_stateless", "take_lingering_panels"]
+__all__ = [
+    "StatelessEngine",
+    "StatelessError",
+    "StatelessMode",
+    "run_stateless",
+    "take_lingering_panels",
+]
 
 #: Panels kept up after their run (``panel_linger``), on threads of their own.
 _LINGERING: list[PanelServer] = []
@@ -72,6 +78,7 @@ def take_lingering_panels() -> list[PanelServer]:
     panels = list(_LINGERING)
     _LINGERING.clear()
     return panels
+
 
 log = logging.getLogger("deskpilot.stateless")
 U8 = npt.NDArray[np.uint8]
@@ -284,7 +291,9 @@ class StatelessEngine:
         if not self.settings.panel_linger or port is None:
             return
         s = self.settings
-        kept = PanelServer(self.state, host=s.host, port=port, token=panel.token, allowed_hosts=s.allowed_hosts)
+        kept = PanelServer(
+            self.state, host=s.host, port=port, token=panel.token, allowed_hosts=s.allowed_hosts
+        )
         try:
             kept.start_in_thread()
         except Exception as exc:  # the run's result matters more than the after-view
