@@ -16,6 +16,9 @@ protocol:
   ``report_mission_complete``).
 * :class:`StatelessPolicy`: the JSON protocol of the stateless mode, with a box around
   the target and several actions in one turn (click, type, key), then ``done``.
+* :class:`AutoPolicy`: tells the mode from each request (team tools, no tools at all, or
+  the single mode's tools) and answers like the matching policy (``deskpilot testserver``'s
+  default, so every mode works against it unchanged).
 
 They import nothing from the agent: all they know comes from the request, as a model's.
 """
@@ -34,7 +37,7 @@ from deskpilot.testing._replies import Reply, tool_call
 if TYPE_CHECKING:
     from deskpilot.testing._server import RecordedRequest
 
-__all__ = ["TEAM_TOOL_NAMES", "StatelessPolicy", "TeamPolicy"]
+__all__ = ["TEAM_TOOL_NAMES", "AutoPolicy", "StatelessPolicy", "TeamPolicy"]
 
 #: The team variants' tool names by kind: (commander/operator, planner/executor).
 TEAM_TOOL_NAMES: Mapping[str, tuple[str, str]] = {
@@ -277,3 +280,30 @@ class StatelessPolicy:
                 )
             )
         return Reply(content=self._answer(f"I cannot see the {self.label}.", [{"name": "done"}]))
+
+
+#: Tool names only the team mode offers (its variant 002 shares click_element, type_text and
+#: press_key with the single mode's element tools, so those tell nothing).
+_TEAM_ONLY = frozenset(
+    name for kind in ("plan", "complete") for name in TEAM_TOOL_NAMES[kind]
+) | {"compress_memory", "archive_completed_actions", "report_progress", "report_goal_status"}
+
+
+class AutoPolicy:
+    """One pixel-reading model for every mode: each request is answered by the policy of
+    the mode that sent it (team tools -> :class:`TeamPolicy`, no tools -> the stateless
+    JSON protocol, else the single mode's ``single`` policy, e.g. a
+    :class:`~deskpilot.testing.PixelPolicy`)."""
+
+    def __init__(self, single: Any, team: TeamPolicy, stateless: StatelessPolicy) -> None:
+        self.single = single
+        self.team = team
+        self.stateless = stateless
+
+    def respond(self, request: RecordedRequest) -> Any:
+        tools = request.tool_names
+        if _TEAM_ONLY & set(tools):
+            return self.team.respond(request)
+        if not tools:
+            return self.stateless.respond(request)
+        return self.single.respond(request)
