@@ -134,7 +134,8 @@ def handle(args: argparse.Namespace) -> int:
                 )
             summary = result.run.summary
             shots = summary.get("screenshots") or []
-            console.print(f"run directory: {result.run.run_dir}")
+            if quiet:  # the reporter printed it otherwise
+                console.print(f"run directory: {result.run.run_dir}")
             console.print(f"screenshots ({len(shots)}): {summary.get('screenshot_dir')}")
     if len(results) > 1:
         console.print()
