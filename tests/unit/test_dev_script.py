@@ -29,5 +29,6 @@ def test_dev_with_an_unknown_command_says_so() -> None:
 
 def test_dev_apt_list_has_what_a_stock_debian_needs_to_build_and_render() -> None:
     text = DEV.read_text(encoding="utf-8")
-    apt = text[text.index("APT_PACKAGES=(") : text.index(")", text.index("APT_PACKAGES=("))].split()
+    start = text.index("APT_PACKAGES=(") + len("APT_PACKAGES=(")
+    apt = text[start : text.index(")", start)].split()
     assert {"python3-venv", "python3-dev", "gcc", "fonts-noto-cjk"} <= set(apt)
