@@ -38,3 +38,24 @@ def test_readme_command_parses(argv: list[str]) -> None:
     if argv == ["--help"]:
         return
     build_parser().parse_args(argv)  # argparse exits (SystemExit 2) on an unknown flag or value
+
+
+def test_top_level_help_defines_the_seed_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    out = capsys.readouterr().out
+    for line in (
+        "seed 000  single mode, tool set element",
+        "seed 002  team mode, variant commander/operator",
+        "seed 004  stateless mode",
+        "deskpilot demo --all",
+    ):
+        assert line in out
+
+
+def test_scenario_lists_answer_to_the_tool_set_names() -> None:
+    from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
+
+    scenarios = all_scenarios()
+    assert resolve_scenario("pointer:3", scenarios) == resolve_scenario("seed001:3", scenarios)
+    assert resolve_scenario("element:2", scenarios) == resolve_scenario("seed000:2", scenarios)

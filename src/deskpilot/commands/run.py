@@ -1,7 +1,7 @@
 """``deskpilot run``: run the agent on a task or a scenario.
 
     deskpilot run 2                         scenario 2 of the active tool set (seeds' `python main.py 2`)
-    deskpilot run seed001:3                 scenario 3 of seed 001's list
+    deskpilot run seed001:3                 scenario 3 of seed 001's list (also pointer:3)
     deskpilot run "Open the calculator"     a free-form task
     deskpilot run --mode single --toolset extended --endpoint http://host:8080/v1/chat/completions ...
     deskpilot run --policy-mode confirm 3   ask on the terminal instead of refusing (see "safety" below)
