@@ -2,7 +2,7 @@
 
 An empty Xvfb screen is black: every PNG encoder compresses it to nothing and every
 comparison would be meaningless. So a full-screen, undecorated Tk window shows one of
-the corpus screenshots (``../shared/corpus/*.png`` beside the repository, or
+the corpus screenshots (``benchmarks/corpus/*.png`` in the repository, or
 ``$DESKPILOT_CORPUS``), or a synthetic UI-like picture when no corpus is around.
 """
 
@@ -41,7 +41,7 @@ root.mainloop()
 def corpus_images() -> list[Path]:
     """The corpus screenshots, if the corpus is around."""
     env = os.environ.get("DESKPILOT_CORPUS")
-    root = Path(env) if env else Path(__file__).resolve().parents[1] / ".." / "shared" / "corpus"
+    root = Path(env) if env else Path(__file__).resolve().parent / "corpus"
     return sorted(root.glob("*.png")) if root.is_dir() else []
 
 

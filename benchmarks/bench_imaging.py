@@ -1,6 +1,6 @@
 """deskpilot.imaging against the baselines, all in the same run, on the corpus screenshots.
 
-Every corpus PNG (``../shared/corpus``) is loaded as a 1920x1080 BGRA frame (alpha 255), the
+Every corpus PNG (``benchmarks/corpus``) is loaded as a 1920x1080 BGRA frame (alpha 255), the
 way a capture backend delivers it; timed calls cycle through the frames, so a median is
 over all of them. Tables (printed at the end of the run, ratio = time / deskpilot):
 

@@ -13,7 +13,8 @@ clients connected to the private X server (the picture viewer + this process). "
 is taken after a warm-up of 25 turns (imports, first encodes and caches are not leaks);
 "before -> after" compares the process before and after a whole run (all released).
 
-Run: ``.venv/bin/python benchmarks/bench_soak.py [--turns 500] [--json out.json]``.
+Run: ``.venv/bin/python benchmarks/bench_soak.py [--turns 500] [--json out.json]``, or
+``./dev bench -k soak`` (500 turns, both workloads).
 """
 
 from __future__ import annotations
@@ -187,6 +188,26 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
             f"{r['overhead_p95_first100_ms']} -> {r['overhead_p95_last100_ms']} | {r['wall_s']} |"
         )
     return lines
+
+
+# -- pytest-benchmark entry point (`./dev bench`) -------------------------------------------
+
+def test_soak_500_turns_plain_and_guarded(benchmark: Any, capsys: Any) -> None:
+    """README's soak row: 500 turns each, safety off and on; RSS, fds and X clients flat."""
+    rows: list[dict[str, Any]] = []
+
+    def once() -> None:
+        with screen_with_picture() as _, tempfile.TemporaryDirectory(prefix="deskpilot-soak-") as tmp:
+            for workload in ("plain", "guarded"):
+                rows.append(soak(500, Path(tmp) / workload, guarded=workload == "guarded"))
+
+    benchmark.pedantic(once, rounds=1, iterations=1)
+    benchmark.extra_info.update({f"{r['workload']} {k}": v for r in rows for k, v in r.items()
+                                 if isinstance(v, (int, float))})
+    with capsys.disabled():
+        print("\n" + "\n".join(table(rows)))
+    for r in rows:
+        assert r["fds_end"] == r["fds_start"] and r["x_end"] == r["x_start"], r  # nothing leaks
 
 
 def main() -> int:

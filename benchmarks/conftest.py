@@ -17,7 +17,7 @@ import numpy.typing as npt
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO / ".." / "shared" / "corpus"
+CORPUS = REPO / "benchmarks" / "corpus"  # see benchmarks/corpus/README.md
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -31,10 +31,23 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
+#: The seed numbers the help texts mention, and the names they go by (README: "Names").
+NAMES_HELP = """\
+names: the earlier designs ("seeds") live on as
+  seed 000  single mode, tool set element (--toolset element, alias seed000; the default)
+  seed 001  single mode, tool set pointer (--toolset pointer, alias seed001)
+  seed 002  team mode, variant commander/operator (--variant commander/operator, alias 002)
+  seed 003  team mode, variant planner/executor (--variant planner/executor, alias 003; the default)
+  seed 004  stateless mode (--mode stateless) and `deskpilot panel`
+try every mode: deskpilot demo --all"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="deskpilot",
         description="Fast screen capture and a desktop agent driven by a vision-language model.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=NAMES_HELP,
     )
     parser.add_argument("--version", action="version", version=f"deskpilot {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -15,6 +15,7 @@ import pytest
 from deskpilot.agent import iter_turns, validate_run_dir
 from deskpilot.commands.doctor import PROBE_COLORS, _model_checks, image_check
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
+from deskpilot.testing._examples import EXAMPLES, example_items
 
 pytestmark = pytest.mark.x11
 
@@ -36,6 +37,94 @@ def test_demo_command_starts_its_own_display(tmp_path: Path) -> None:
     runs = list((tmp_path / "runs").iterdir())
     assert len(runs) == 1 and validate_run_dir(runs[0]) == []
     assert f"screenshots (4): {runs[0]}" in out.replace("\n", "")
+
+
+def test_demo_all_runs_every_mode_with_its_own_protocol(xvfb: str, tmp_path: Path) -> None:
+    """`deskpilot demo --all`: single, team (both variants) and stateless each work the app,
+    each driven by a built-in pixel-reading model speaking that mode's protocol."""
+    proc = deskpilot("demo", "--all", "--runs-dir", str(tmp_path / "runs"), "--image-size", "960x540",
+                     cwd=tmp_path, timeout=400)
+    out = proc.stdout.replace("\n", " ")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for title in ("single mode", "team mode, planner/executor", "team mode, commander/operator", "stateless mode"):
+        assert f"PASS {title}: outcome answered, 4/4 checks" in out, out
+        assert f"what the demo app received ({title})" in out
+    assert out.count("PASS text typed exactly") == 4
+    assert proc.stdout.count("model: the built-in test server") == 4  # one model line per run
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 4 and all(validate_run_dir(r) == [] for r in runs)
+    summaries = [orjson.loads((r / "summary.json").read_bytes()) for r in runs]
+    assert [s["mode"] for s in summaries] == ["single", "team", "team", "stateless"]
+    assert [s["team"]["variant"] for s in summaries[1:3]] == ["003", "002"]
+    # each variant's own tool names, planner first
+    for run, plan, click in ((runs[1], "update_execution_plan", "click_screen_element"), (runs[2], "spawn_operator", "click_element")):
+        turns = [t for t in iter_turns(run) if t.get("tool_call")]
+        names = [t["tool_call"]["name"] for t in turns]
+        assert names[0] == plan and click in names, names
+    # stateless: one turn with a box and three actions
+    acting = [t for t in iter_turns(runs[3]) if t.get("stage") == "turn" and t.get("actions")]
+    assert [a["physical"]["kind"] for a in acting[0]["actions"]] == ["click", "type", "key"]
+
+
+def test_demo_rejects_all_with_a_mode(tmp_path: Path) -> None:
+    proc = deskpilot("demo", "--all", "--mode", "team", cwd=tmp_path, timeout=60)
+    assert proc.returncode != 0 and "--all runs every mode" in proc.stderr
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_every_shipped_example_script_drives_the_demo(name: str, xvfb: str, tmp_path: Path) -> None:
+    """What the examples README tells a user to do: `deskpilot testserver --example NAME` in one
+    terminal, `deskpilot demo <flags> --endpoint URL` in another; the app receives it all."""
+    server = subprocess.Popen([sys.executable, "-m", "deskpilot", "testserver", "--example", name],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline()
+        endpoint = re.search(r"(http://127\.0\.0\.1:\d+/v1/chat/completions)", first)
+        assert endpoint, first + server.stderr.read() if server.stderr else first
+        flags = EXAMPLES[name].demo_flags.split()
+        proc = deskpilot("demo", *flags, "--endpoint", endpoint.group(1), "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "960x540", cwd=tmp_path)
+    finally:
+        server.terminate()
+        log, errors = server.communicate(timeout=10)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + log + errors
+    for line in ("PASS target clicked within its bounds", "PASS text typed exactly", "PASS Enter received"):
+        assert line in proc.stdout
+    assert "outcome: answered" in proc.stdout and "problem:" not in errors, errors
+    # every scripted answer was asked for, and nothing more
+    assert len(example_items(name)) == log.count("\n#") + log.startswith("#"), log
+
+
+@pytest.mark.parametrize(
+    ("policy", "flags"),
+    [
+        ("team", ["--mode", "team", "--variant", "commander"]),
+        ("stateless", ["--mode", "stateless"]),
+        # the default server answers each mode in its own protocol (the issue: `run --mode team`
+        # against it ended no_plan, `--mode stateless` ran 10 turns doing nothing)
+        ("auto", ["--mode", "team"]),
+        ("auto", ["--mode", "team", "--variant", "commander/operator"]),
+        ("auto", ["--mode", "stateless"]),
+        ("auto", ["--mode", "single"]),
+    ],
+)
+def test_testserver_pixel_policies_of_each_mode(policy: str, flags: list[str], xvfb: str, tmp_path: Path) -> None:
+    chosen = [] if policy == "auto" else ["--policy", policy]
+    server = subprocess.Popen([sys.executable, "-m", "deskpilot", "testserver", *chosen,
+                               "--target", "255,0,255", "--text", "Grüße, 世界! ✓ deskpilot"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert server.stdout is not None
+        endpoint = re.search(r"(http://127\.0\.0\.1:\d+/v1/chat/completions)", server.stdout.readline())
+        assert endpoint
+        proc = deskpilot("demo", *flags, "--endpoint", endpoint.group(1), "--runs-dir", str(tmp_path / "runs"),
+                         "--image-size", "960x540", cwd=tmp_path)
+    finally:
+        server.terminate()
+        server.communicate(timeout=10)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS text typed exactly" in proc.stdout and "outcome: answered" in proc.stdout
 
 
 def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> None:
@@ -77,6 +166,8 @@ def test_doctor_warns_when_the_model_names_the_wrong_colour(xvfb: str, tmp_path:
     assert "WARN images model may not see images: asked for the colour of a" in out, out
     assert "it answered 'purple'" in out and "PASS tools the model called report_color" in out
     assert proc.returncode == 0, out + proc.stderr  # a warning, not a failure
+    # ...and not "all checks passed" under a WARN
+    assert "all checks passed" not in out and "no check failed, " in out and "read the WARN line" in out
 
 
 @pytest.mark.parametrize("color", sorted(PROBE_COLORS))

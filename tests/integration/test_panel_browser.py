@@ -217,6 +217,12 @@ def test_token_panel_page_works_through_its_cookie(browser: Chromium) -> None:
     try:
         session = browser.open(server.page_url)
         browser.wait_for(session, "document.getElementById('phase').textContent === 'starting'")
+        hint_hidden = "document.getElementById('inject-hint').hidden"
+        assert browser.evaluate(session, hint_hidden) is True
+        state.set_phase("waiting_inject")  # what to paste, shown while the engine waits for it
+        browser.wait_for(session, f"!{hint_hidden}")
+        hint = browser.evaluate(session, "document.getElementById('inject-hint').textContent")
+        assert '"observation"' in hint and '"actions"' in hint and "0..1000" in hint
         assert browser.evaluate(session, "location.href") == server.url + "/"
         assert browser.evaluate(session, "document.cookie") == ""  # HttpOnly: scripts cannot read it
         browser.evaluate(

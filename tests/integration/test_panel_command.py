@@ -91,3 +91,83 @@ def test_panel_command_waits_for_an_injection_then_runs(xvfb: str, tmp_path: Pat
         "count": 1,
     }
     assert (run_dir / "turn_0001_annotated.png").is_file() and (run_dir / "main.log").is_file()
+
+
+def test_panel_hints_what_to_paste_takes_a_plain_reply_and_stays_up_after_the_run(
+    xvfb: str, tmp_path: Path
+) -> None:
+    """Waiting: the terminal says what to paste where; POST /inject takes the model's JSON as
+    it is; after the run the panel stays up with the final state until Ctrl+C."""
+    import queue
+    import signal
+    import threading
+
+    done = json.dumps({"observation": "Nothing left to do.", "actions": [{"name": "done"}]})
+    (tmp_path / "empty.toml").write_text("")
+    with ModelServer(ScriptedPolicy([done])) as server:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "deskpilot",
+                "panel",
+                "--linger",
+                "--panel-port",
+                "0",
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--no-physical",
+                "--max-steps",
+                "3",
+                "--config",
+                str(tmp_path / "empty.toml"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        assert proc.stderr is not None
+        threading.Thread(
+            target=lambda: [lines.put(line) for line in proc.stderr], daemon=True
+        ).start()  # type: ignore[union-attr]
+        seen: list[str] = []
+
+        def wait_line(needle: str, timeout: float = 60) -> str:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                try:
+                    line = lines.get(timeout=0.2)
+                except queue.Empty:
+                    assert proc.poll() is None, "".join(seen)
+                    continue
+                seen.append(line)
+                if needle in line:
+                    return line
+            raise AssertionError(f"no {needle!r} in: {''.join(seen)}")
+
+        try:
+            wait_line("deskpilot: waiting for a model output")
+            curl = wait_line("curl -X POST")
+            url = curl.split("curl -X POST ")[1].split("/inject")[0]
+            reply = b'{"observation": "Injected: I click the centre.", "actions": [{"name": "click", "x1": 500, "y1": 500}]}'
+            with httpx.Client(base_url=url, timeout=5) as client:
+                posted = client.post(
+                    "/inject", content=reply, headers={"content-type": "application/json"}
+                )
+                assert posted.status_code == 202, posted.text
+                ended = wait_line("the panel stays up at")
+                assert "the run ended (answered)" in ended and "Ctrl+C" in ended
+                final = client.get("/state").json()  # the run is over; the panel still answers
+                assert final["observation"] == "Nothing left to do." and final["turn"] >= 2
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=20) == 0
+            wait_line("panel stopped", timeout=5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url + "/state", timeout=2)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 from _chromium import EventChromium, find_chromium
 
@@ -41,6 +42,9 @@ def browser() -> Iterator[EventChromium]:
 def load(browser: EventChromium, page: Path) -> str:
     session = browser.open(page.resolve().as_uri())
     browser.wait_for(session, "document.body && document.body.dataset.ready === '1'")
+    # Screenshots load lazily (a long report would decode every image up front); load them all
+    # here, as scrolling through the page would, to check every one decodes.
+    browser.evaluate(session, "Array.from(document.images).forEach(i => { i.loading = 'eager'; }), true")
     # Every image decoded (embedded ones may still be decoding right after the script ran).
     browser.wait_for(
         session,
@@ -156,3 +160,56 @@ def test_crashed_run_directory_is_reported_as_partial(browser: EventChromium, tm
     assert "summary.json is missing" in text and "screen_0003.png is missing" in text and "last line" in text
     assert browser.console_errors(session) == []
     not_blank(browser.screenshot(session))
+
+
+def test_screenshots_load_lazily_as_the_page_scrolls(browser: EventChromium, tmp_path: Path) -> None:
+    page = write_report(GOLDEN / "single_extended_stream", tmp_path / "report.html")
+    session = browser.open(page.resolve().as_uri())
+    browser.wait_for(session, "document.body && document.body.dataset.ready === '1'")
+    first = "(() => { const i = document.querySelector('section.turn img'); return i.complete && i.naturalWidth > 0; })()"
+    browser.wait_for(session, first, timeout=10)
+    last = "document.querySelectorAll('section.turn figure.shot img')[document.querySelectorAll('section.turn figure.shot img').length - 1]"
+    assert browser.evaluate(session, "document.querySelectorAll('img[loading=lazy]').length === document.images.length")
+    assert browser.evaluate(session, f"{last}.naturalWidth") == 0  # far below the fold: not loaded yet
+    browser.evaluate(session, f"{last}.scrollIntoView(), true")
+    browser.wait_for(session, f"{last}.complete && {last}.naturalWidth > 0", timeout=10)
+
+
+CJK = "世界你好日本語한국어"
+
+
+def test_cjk_text_renders_with_real_glyphs(browser: EventChromium, tmp_path: Path) -> None:
+    """CJK in a task renders in a CJK font, not as empty boxes: distinct ideographs get
+    distinct glyphs of full width (tofu boxes are all the same picture)."""
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "single_seed000", run)
+    info = orjson.loads((run / "run.json").read_bytes())
+    info["task"] = CJK
+    (run / "run.json").write_bytes(orjson.dumps(info))
+    session = load(browser, write_report(run, tmp_path / "report.html"))
+    facts = browser.evaluate(
+        session,
+        """(() => {
+            const h1 = document.querySelector('h1');
+            const font = getComputedStyle(h1).font;
+            const canvas = document.createElement('canvas');
+            canvas.width = 64; canvas.height = 64;
+            const ctx = canvas.getContext('2d', {willReadFrequently: true});
+            ctx.font = font.replace(/\\d+px/, '40px');
+            const glyph = ch => {
+                ctx.clearRect(0, 0, 64, 64); ctx.fillStyle = '#000'; ctx.fillText(ch, 4, 48);
+                return Array.from(ctx.getImageData(0, 0, 64, 64).data.filter((_, k) => k % 4 === 3)).join(',');
+            };
+            const range = document.createRange(); range.selectNodeContents(h1);
+            return {
+                text: h1.textContent,
+                width: ctx.measureText('世').width, latin: ctx.measureText('a').width,
+                distinct: new Set(Array.from('世界你好日本語한국어').map(glyph)).size,
+            };
+        })()""",
+    )
+    assert facts["text"] == CJK
+    # 10 different characters, 10 different pictures (missing-glyph boxes would all be alike)
+    assert facts["distinct"] == len(CJK), facts
+    # ideographs are full width (1 em at 40 px), wider than a Latin letter
+    assert 36 <= facts["width"] <= 44 and facts["width"] > facts["latin"], facts

@@ -37,6 +37,19 @@ def test_shot_writes_the_region_and_reports_every_phase(
     assert np.array_equal(got, imaging.prepare(bgra, size=(192, 108)))
 
 
+def test_shot_without_out_leaves_the_current_directory_alone(
+    target_app: TargetApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["shot", "--size", "192x108"]) == 0
+    assert list(tmp_path.iterdir()) == []  # it used to leave shot.png here
+    written = Path(capsys.readouterr().out.split("wrote ")[-1].strip())
+    try:
+        assert Image.open(written).size == (192, 108)
+    finally:
+        written.unlink()
+
+
 def test_shot_json_and_stdout(target_app: TargetApp, capsysbinary: pytest.CaptureFixture[bytes]) -> None:
     assert main(["shot", "--out", "-", "--size", "480x270", "--json"]) == 0
     captured = capsysbinary.readouterr()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
@@ -26,9 +27,31 @@ def test_size_and_region_syntax() -> None:
 
 def test_shot_is_a_registered_subcommand() -> None:
     args = build_parser().parse_args(["shot", "--size", "1536x864", "--repeat", "5", "--no-cursor", "--level", "6"])
-    assert (args.size, args.repeat, args.cursor, args.level, args.out) == ((1536, 864), 5, False, 6, "shot.png")
+    assert (args.size, args.repeat, args.cursor, args.level, args.out) == ((1536, 864), 5, False, 6, None)
     assert args.scaling == "native"
     assert build_parser().parse_args(["shot", "--backend", "gdi", "--scaling", "gdi"]).scaling == "gdi"
+
+
+def test_shot_and_run_name_the_capture_backend_alike() -> None:
+    # One name per concept: `run --capture` and `shot --capture`; `shot --backend` stays as an alias.
+    parser = build_parser()
+    assert parser.parse_args(["shot", "--capture", "mss"]).backend == "mss"
+    assert parser.parse_args(["shot", "--backend", "mss"]).backend == "mss"
+    assert parser.parse_args(["run", "--capture", "mss", "x"]).capture_backend == "mss"
+
+
+def test_shot_default_output_is_a_new_file_in_the_temp_directory(tmp_path: Path) -> None:
+    import tempfile
+
+    from deskpilot.commands.shot import default_out
+
+    first, second = Path(default_out()), Path(default_out())
+    try:
+        assert first.parent == Path(tempfile.gettempdir()) and first != second
+        assert first.name.startswith("deskpilot-shot-") and first.suffix == ".png"
+    finally:
+        first.unlink()
+        second.unlink()
 
 
 @pytest.mark.parametrize("argv", [["shot", "--size", "12"], ["shot", "--level", "10"], ["shot", "--repeat", "0"], ["shot", "--filter", "lzw"], ["shot", "--scaling", "bilinear"]])

@@ -209,3 +209,19 @@ def test_only_credentials_are_masked_in_run_json() -> None:
         assert _is_secret_setting(name), name
     for name in ("max_tokens", "planner_max_tokens", "deny_keys", "hotkeys", "keep_last_thinks"):
         assert not _is_secret_setting(name), name
+
+
+def test_tool_sets_have_user_facing_names_and_keep_the_seed_ids() -> None:
+    from deskpilot.agent._tools import toolset, toolset_label
+
+    cfg = load_config(flags={"agent.toolset": "pointer"}, env={}, search_default=False)
+    # the run records keep the seed id; the seed's own defaults come with it
+    assert cfg.agent.toolset == "seed001" and cfg.screen.image_width == 1344
+    assert load_config(env={"AGENT_TOOLSET": "element"}, search_default=False).agent.toolset == "seed000"
+    assert load_config(flags={"agent.toolset": "seed001"}, env={}, search_default=False).agent.toolset == "seed001"
+    with pytest.raises(ConfigError) as info:
+        load_config(flags={"agent.toolset": "pointr"}, env={}, search_default=False)
+    assert "element (seed000), pointer (seed001), extended" in str(info.value) and "'pointer'" in str(info.value)
+    assert [toolset_label(n) for n in ("seed000", "pointer", "extended")] == [
+        "element (seed000)", "pointer (seed001)", "extended"]
+    assert toolset("pointer").names[:2] == ["take_screenshot", "move_mouse"]

@@ -42,3 +42,24 @@ def test_format_action_keeps_lines_short() -> None:
     long = {"tool_call": {"name": "type_text", "arguments": {"text": "x" * 200}}}
     assert len(format_action(long)) < 60
     assert format_action({"observation": {}}) == "observe"
+
+
+def test_role_labels_are_never_cut() -> None:
+    # The role column used to be cut at 8 characters: "stateles", "commande".
+    console = Console(record=True, width=160, force_terminal=False)
+    reporter = ConsoleReporter(console)
+    for turn, role in enumerate(("stateless", "commander", "operator", "planner", "executor"), 1):
+        reporter.turn({"turn": turn, "role": role, "final": True, "answer": "ok", "timings": {}})
+    lines = console.export_text().splitlines()
+    assert [line.split()[1] for line in lines] == ["stateless", "commander", "operator", "planner", "executor"]
+    # one column: the action text starts at the same place on every line
+    assert len({line.index("ok") for line in lines}) == 1
+
+
+def test_one_model_line_names_the_builtin_server() -> None:
+    console = Console(record=True, width=200, force_terminal=False)
+    ConsoleReporter(console, model_label="the built-in test server").start(
+        {"task": "t", "mode": "single", "toolset": "seed000", "model": "qwen3-vl-8b-instruct",
+         "endpoint": "http://127.0.0.1:1/v1/chat/completions", "run_dir": "r", "screen": {}})
+    lines = [line for line in console.export_text().splitlines() if line.startswith("model:")]
+    assert lines == ["model: the built-in test server at http://127.0.0.1:1/v1/chat/completions"]

@@ -584,3 +584,22 @@ def test_realistic_turn_on_a_screenshot_agrees_and_marks_the_frame() -> None:
     ov.draw_plan(b, plan, backend="reference")
     assert (a == b).all()
     assert (a != base).any(axis=2).sum() > 100_000
+
+
+def test_annotate_is_public_where_readme_says() -> None:
+    """README names `deskpilot.imaging.annotate` among the kernels: it is exported there."""
+    from deskpilot import imaging
+
+    assert {"annotate", "Annotator", "ActionMark", "BoxMark", "OverlayStyle"} <= set(
+        imaging.__all__
+    )
+    frame = np.full((90, 160, 3), 40, np.uint8)
+    out = imaging.annotate(
+        frame.copy(),
+        [imaging.ActionMark("click", 500, 500)],
+        [imaging.BoxMark(100, 100, 400, 400, "b")],
+    )
+    expected = ov.annotate(
+        frame.copy(), [ActionMark("click", 500, 500)], [BoxMark(100, 100, 400, 400, "b")]
+    )
+    assert np.array_equal(out, expected) and not np.array_equal(out, frame)

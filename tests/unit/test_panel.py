@@ -142,6 +142,22 @@ def test_inject_reaches_a_waiting_engine_on_another_loop(served: tuple[PanelStat
         asyncio.run(state.next_injection(timeout=0.05))
 
 
+def test_inject_takes_a_plain_model_reply(served: tuple[PanelState, str]) -> None:
+    """The model's JSON posted as it is (what a user pastes) is injected verbatim; the
+    {"vlm_text": ...} form still works."""
+    state, url = served
+    reply = b'{"observation": "a button",  "actions": [{"name": "click", "x1": 500, "y1": 500}]}'
+    with httpx.Client(base_url=url, timeout=5) as client:
+        plain = client.post("/inject", content=reply, headers={"content-type": "application/json"})
+        assert plain.status_code == 202 and plain.json() == {"ok": True, "queued": 1}
+        assert state.take_injection() == reply.decode()
+        wrapped = client.post("/inject", json={"vlm_text": "any text"})
+        assert wrapped.status_code == 202 and state.take_injection() == "any text"
+        neither = client.post("/inject", json={"text": "x"})
+        assert neither.status_code == 422 and '{"vlm_text"' in neither.json()["error"]
+        assert "observation" in neither.json()["error"]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "status", "message"),
     [

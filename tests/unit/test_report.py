@@ -164,3 +164,18 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "data:image/png" not in (tmp_path / "x.html").read_text(encoding="utf-8")
     assert main(["report", str(tmp_path / "nothing")]) == 1
     assert "not a directory" in capsys.readouterr().err
+
+
+def test_a_failed_runs_text_is_not_shown_as_an_answer(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "single_seed000", run)
+    answered = render_report(run)
+    assert '<div class="final" id="answer"><div class="label">answer</div>' in answered
+    summary = orjson.loads((run / "summary.json").read_bytes())
+    summary.update(outcome="error", error="model server went away", answer="I could not find the button.")
+    (run / "summary.json").write_bytes(orjson.dumps(summary))
+    page = render_report(run)
+    box = re.search(r'<div class="(final[^"]*)" id="answer"><div class="label">([^<]*)</div>', page)
+    assert box is not None and box.group(1) == "final failed"
+    assert "the run ended error, this is not an answer" in box.group(2)
+    assert "I could not find the button." in page

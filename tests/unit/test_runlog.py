@@ -87,3 +87,21 @@ def test_every_line_is_synced_json(tmp_path: Path) -> None:
     assert len(lines) == 50 and all(orjson.loads(line)["turn"] == i for i, line in enumerate(lines))
     log.close()
     assert os.path.getsize(log.path / "turns.jsonl") > 0
+
+
+def test_the_public_format_doc_names_every_key_the_golden_runs_hold() -> None:
+    """docs/run-directory.md is the run directory's public description (README points there):
+    every key of run.json, summary.json and the turn records of every mode is in it."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "run-directory.md").read_text(encoding="utf-8")
+    missing = set()
+    for run in sorted((root / "tests" / "golden").iterdir()):
+        if not (run / "summary.json").is_file():
+            continue
+        for name in ("run.json", "summary.json"):
+            missing |= {(run.name, name, k) for k in json.loads((run / name).read_text()) if f'"{k}"' not in doc}
+        for line in (run / "turns.jsonl").read_text().splitlines():
+            missing |= {(run.name, "turns", k) for k in json.loads(line) if f'"{k}"' not in doc and f"`{k}`" not in doc}
+    assert not missing, sorted(missing)

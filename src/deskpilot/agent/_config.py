@@ -83,12 +83,17 @@ def setting(
     choices: tuple[str, ...] = (),
     minimum: float | None = None,
     maximum: float | None = None,
+    aliases: Mapping[str, str] | None = None,
 ) -> Any:
-    """A dataclass field with the metadata the loader needs (env names, bounds, choices)."""
+    """A dataclass field with the metadata the loader needs (env names, bounds, choices).
+
+    ``aliases`` maps other accepted spellings to a choice (a user-facing name to the
+    value the run records keep, e.g. ``element`` -> ``seed000``)."""
     names = (env,) if isinstance(env, str) else tuple(env)
     return field(
         default=default,
-        metadata={"env": names, "help": help, "choices": choices, "min": minimum, "max": maximum},
+        metadata={"env": names, "help": help, "choices": choices, "min": minimum, "max": maximum,
+                  "aliases": dict(aliases or {})},
     )
 
 
@@ -154,7 +159,13 @@ class LoopSettings:
 
     mode: str = setting("single", env="AGENT_MODE", help="single (team/stateless when installed)")
     toolset: str = setting(
-        "seed000", env="AGENT_TOOLSET", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0")
+        "seed000",
+        env="AGENT_TOOLSET",
+        choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
+        # The user-facing names; run records keep the seed ids (golden runs, older runs).
+        aliases={"element": "seed000", "pointer": "seed001"},
+        help="element (seed000: click_element by box), pointer (seed001: move_mouse + click_mouse), "
+        "extended, qwen (Qwen3-VL computer_use), uitars / uitars-1.0 (UI-TARS action text)",
     )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
     max_seconds: float = setting(0.0, env="AGENT_MAX_SECONDS", minimum=0.0, help="0 = no wall limit")
@@ -345,10 +356,13 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
 def _check(value: Any, meta: Mapping[str, Any], where: str) -> None:
     choices = meta.get("choices") or ()
     if choices and value not in choices:
-        close = difflib.get_close_matches(str(value), choices, n=1)
+        aliases = meta.get("aliases") or {}
+        named = [f"{a} ({c})" for a, c in aliases.items()] + [c for c in choices if c not in aliases.values()]
+        accepted = named if aliases else list(choices)
+        close = difflib.get_close_matches(str(value), [*choices, *aliases], n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(
-            f"{where}: {value!r} is not one of {', '.join(choices)}{hint}", where=where, choices=list(choices)
+            f"{where}: {value!r} is not one of {', '.join(accepted)}{hint}", where=where, choices=list(choices)
         )
     low, high = meta.get("min"), meta.get("max")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -413,6 +427,8 @@ def _build_section(
             sources[dotted] = "default"
             continue
         value = _coerce(raw, hints[fname], where)
+        if isinstance(value, str):
+            value = (meta.get("aliases") or {}).get(value, value)
         _check(value, meta, where)
         values[fname] = value
         sources[dotted] = where

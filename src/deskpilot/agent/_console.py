@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deskpilot.agent._timings import OVERHEAD, PHASES
+from deskpilot.agent._tools import toolset_label
 
 __all__ = ["ConsoleReporter", "format_action", "phase_table"]
 
@@ -34,6 +35,8 @@ _SHORT = {
     "encode": "enc",
     "request_build": "build",
 }
+#: Width of the role column: the longest role a mode reports (team variants, stateless).
+_ROLE_WIDTH = max(len(r) for r in ("planner", "executor", "commander", "operator", "stateless"))
 _OUTCOME_STYLE = {"answered": "green", "max_steps": "yellow", "max_time": "yellow", "interrupted": "yellow", "error": "red"}
 
 
@@ -161,16 +164,18 @@ def phase_table(phases: Mapping[str, Mapping[str, Any]], title: str = "per-phase
 class ConsoleReporter:
     """The :class:`~deskpilot.agent._loop.Reporter` that prints with rich."""
 
-    def __init__(self, console: Console | None = None, *, live: bool = True) -> None:
+    def __init__(self, console: Console | None = None, *, live: bool = True, model_label: str | None = None) -> None:
         self.console = console or Console(highlight=False)
+        # What serves the model, in words, where the model id says nothing (the demo's built-in server).
+        self.model_label = model_label
         self._status: Status | None = None
         self._live = live and self.console.is_terminal
 
     def start(self, info: Mapping[str, Any]) -> None:
         c = self.console
-        c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {info.get('toolset')}"))
+        c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {toolset_label(str(info.get('toolset')))}"))
         c.print(Text.assemble("task: ", (str(info.get("task")), "bold")))
-        c.print(f"model: {info.get('model')} at {info.get('endpoint')}")
+        c.print(f"model: {self.model_label or info.get('model')} at {info.get('endpoint')}")
         screen = info.get("screen") or {}
         c.print(
             f"screen: {screen.get('physical_size')} -> image {screen.get('image_size')} · input: {info.get('input')}"
@@ -195,7 +200,8 @@ class ConsoleReporter:
         )
         line = Text.assemble(
             (f"{record.get('turn'):>3} ", "bold"),
-            (f"{record.get('role', '')[:8]:<8} " if record.get("role") not in (None, "agent") else ""),
+            # Padded to the longest role name, never cut ("stateless", "commander").
+            (f"{record.get('role', ''):<{_ROLE_WIDTH}} " if record.get("role") not in (None, "agent") else ""),
             format_action(record),
             "  ",
             _result_text(record),

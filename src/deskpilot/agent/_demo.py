@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deskpilot._errors import DeskpilotError, PlatformError
+from deskpilot._errors import ConfigError, DeskpilotError, PlatformError
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._loop import Reporter, RunResult, run_agent
 from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
 
-__all__ = ["DemoApp", "DemoResult", "run_demo", "virtual_display"]
+__all__ = ["DEMO_MODES", "DemoApp", "DemoResult", "demo_policy", "run_demo", "virtual_display"]
 
 Record = dict[str, Any]
 
@@ -149,6 +149,7 @@ class DemoResult:
     events: list[Record]
     target: list[int]
     checks: list[tuple[str, bool, str]] = field(default_factory=list)
+    mode: str = "single"
 
     @property
     def ok(self) -> bool:
@@ -177,6 +178,32 @@ def demo_scenario() -> Scenario:
     return next(s for s in BUILTIN_SCENARIOS if s.name == "demo")
 
 
+#: The demo's modes, in the order ``--all`` runs them.
+DEMO_MODES = ("single", "team", "stateless")
+
+
+def demo_policy(mode: str) -> Any:
+    """The built-in pixel-reading model for ``mode``, speaking that mode's protocol."""
+    from deskpilot.agent._demo_app import CLICKED_RGB
+    from deskpilot.testing import PixelPolicy, StatelessPolicy, TeamPolicy
+
+    if mode == "team":
+        return TeamPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=DEMO_TEXT, key="enter")
+    if mode == "stateless":
+        return StatelessPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=DEMO_TEXT, key="enter")
+    if mode != "single":
+        raise ConfigError(f"the demo has no built-in model for mode {mode!r}; use one of {', '.join(DEMO_MODES)}")
+    return PixelPolicy(
+        TARGET_RGB,
+        label="TARGET button",
+        text=DEMO_TEXT,
+        key="enter",
+        steps=("click", "type", "key", "done"),
+        final="Done: I clicked the TARGET, typed the text and pressed Enter.",
+        tool_names={"observe": "observe_screen"},
+    )
+
+
 def run_demo(
     config: AgentConfig,
     *,
@@ -185,24 +212,18 @@ def run_demo(
     work_dir: Path | None = None,
     server_latency: float = 0.0,
 ) -> DemoResult:
-    """Run the demo on the current display (call inside :func:`virtual_display` if needed)."""
+    """Run the demo in ``config.agent.mode`` on the current display (call inside
+    :func:`virtual_display` if needed). With the built-in server, the model is the
+    pixel-reading policy of that mode (:func:`demo_policy`)."""
     scenario = demo_scenario()
     tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="deskpilot-demo-"))
     tmp.mkdir(parents=True, exist_ok=True)
     with DemoApp(tmp / "demo_events.jsonl") as app:
         target = app.widgets["target"]
         if use_builtin_server:
-            from deskpilot.testing import ModelServer, PixelPolicy
+            from deskpilot.testing import ModelServer
 
-            policy = PixelPolicy(
-                TARGET_RGB,
-                label="TARGET button",
-                text=DEMO_TEXT,
-                key="enter",
-                steps=("click", "type", "key", "done"),
-                final="Done: I clicked the TARGET, typed the text and pressed Enter.",
-                tool_names={"observe": "observe_screen"},
-            )
+            policy = demo_policy(config.agent.mode)
             with ModelServer(policy, latency=server_latency) as server:
                 cfg = config.replace(model=_with_endpoint(config, server.endpoint))
                 result = run_agent(cfg, scenario, reporter=reporter)
@@ -217,7 +238,7 @@ def run_demo(
     checks = _checks(events, target, DEMO_TEXT)
     if use_builtin_server:
         checks.append(("requests valid (tool schema, ids, image data URLs)", not problems, "; ".join(problems[:3]) or "no problems"))
-    return DemoResult(result, events, target, checks)
+    return DemoResult(result, events, target, checks, mode=config.agent.mode)
 
 
 def _with_endpoint(config: AgentConfig, endpoint: str) -> Any:

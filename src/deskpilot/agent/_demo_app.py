@@ -33,12 +33,14 @@ import threading
 import tkinter as tk
 from typing import Any, TextIO
 
-__all__ = ["BACKGROUND", "TARGET_RGB", "main"]
+__all__ = ["BACKGROUND", "CLICKED_RGB", "TARGET_RGB", "main"]
 
 BACKGROUND = "#336699"
 TARGET_RGB = (255, 0, 255)
 TARGET_COLOR = "#ff00ff"
 CLICKED_COLOR = "#00c800"
+#: The TARGET's colour once clicked (what the team and stateless demo models look for at the end).
+CLICKED_RGB = (0, 200, 0)
 
 
 def _join_surrogates(text: str) -> str:

@@ -80,16 +80,31 @@ class HistoryStats:
 
 
 class _Entry:
-    __slots__ = ("data", "has_think", "image_digest", "image_label", "image_url", "kind", "message")
+    __slots__ = ("has_think", "image_digest", "image_label", "image_url", "kind", "message", "parts")
 
-    def __init__(self, message: dict[str, Any], data: bytes, kind: str) -> None:
+    def __init__(self, message: dict[str, Any], data: bytes | tuple[bytes, ...], kind: str) -> None:
         self.message = message
-        self.data = data
+        # The message's JSON as parts joined into the body: an observation keeps its data URL
+        # as its own part, so the 1.5 MB of base64 is copied once per request (into the
+        # body), not once more into a cached copy of the message.
+        self.parts: tuple[bytes, ...] = (data,) if isinstance(data, bytes) else data
         self.kind = kind
         self.has_think = False
         self.image_url: bytes | None = None  # live image (None once pruned)
         self.image_label = ""
         self.image_digest: str | None = None
+
+    @property
+    def data(self) -> bytes:
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+    @data.setter
+    def data(self, value: bytes) -> None:
+        self.parts = (value,)
+
+    @property
+    def size(self) -> int:
+        return sum(len(part) for part in self.parts)
 
 
 class History:
@@ -197,7 +212,7 @@ class History:
         template = orjson.dumps(message)
         cut = template.rfind(_URL_PLACEHOLDER_BYTES)
         if trusted or _json_safe_ascii(url):
-            data = b"".join((template[:cut], b'"', url, b'"', template[cut + len(_URL_PLACEHOLDER_BYTES):]))
+            data: bytes | tuple[bytes, ...] = (template[:cut] + b'"', url, b'"' + template[cut + len(_URL_PLACEHOLDER_BYTES):])
             url_text = url.decode("ascii")
         else:
             url_text = url.decode("utf-8", "replace")
@@ -369,7 +384,7 @@ class History:
                 for j, entry in enumerate(self._entries):
                     if j:
                         parts.append(b",")
-                    parts.append(entry.data)
+                    parts.extend(entry.parts)
                 parts.append(b"]")
             else:
                 parts.append(encoded)
@@ -409,7 +424,7 @@ class History:
             images_pruned=self._images_pruned,
             thinks_live=sum(1 for e in self._entries if e.has_think),
             thinks_pruned=self._thinks_pruned,
-            cached_bytes=sum(len(e.data) for e in self._entries),
+            cached_bytes=sum(e.size for e in self._entries),
         )
 
     def snapshot(self) -> list[dict[str, Any]]:

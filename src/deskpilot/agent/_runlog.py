@@ -1,5 +1,8 @@
 """The run directory: an append-only, crash-safe record of one agent run.
 
+Users read this format in ``docs/run-directory.md`` (with what team and stateless mode
+add); keep the two in step (tests/unit/test_runlog.py checks the doc names every key).
+
 Layout (format version 1)::
 
     runs/<YYYYmmdd-HHMMSS>[-N]/

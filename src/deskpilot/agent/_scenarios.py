@@ -162,7 +162,8 @@ BUILTIN_SCENARIOS: tuple[Scenario, ...] = (
     *_numbered("demo", _DEMO, "seed000"),
 )
 
-_GROUP_ALIASES = {"000": "seed000", "seed000": "seed000", "001": "seed001", "seed001": "seed001", "demo": "demo", "user": "user"}
+_GROUP_ALIASES = {"000": "seed000", "seed000": "seed000", "element": "seed000", "001": "seed001", "seed001": "seed001",
+                  "pointer": "seed001", "demo": "demo", "user": "user"}
 _TOOLSETS = ("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0")
 
 
@@ -179,6 +180,8 @@ def _scenario_from_table(table: Mapping[str, Any], where: str, index: int) -> Sc
     if not isinstance(task, str) or not task.strip():
         raise ConfigError(f"{where}: scenario {name!r} needs a non-empty string 'task'", where=where)
     toolset = table.get("toolset")
+    if isinstance(toolset, str):
+        toolset = {"element": "seed000", "pointer": "seed001"}.get(toolset, toolset)  # user-facing names
     if toolset is not None and toolset not in _TOOLSETS:
         raise ConfigError(f"{where}: scenario {name!r}: toolset {toolset!r} is not one of {', '.join(_TOOLSETS)}", where=where)
     max_steps = table.get("max_steps")

@@ -65,6 +65,8 @@ __all__ = [
     "make_toolset",
     "ok_payload",
     "toolset",
+    "toolset_id",
+    "toolset_label",
 ]
 
 #: Every ``error.type`` a payload can carry (the seeds' vocabulary plus ``policy_denied``
@@ -855,14 +857,34 @@ TOOLSETS: dict[str, Callable[[], ToolSet]] = {
 #: Every tool set name (for choices in flags and config).
 TOOLSET_NAMES = tuple(TOOLSETS)
 
+#: User-facing name of each tool set (what it is), by the id run records keep. The
+#: names are accepted wherever an id is (``--toolset element`` is ``--toolset seed000``).
+TOOLSET_NAMES: dict[str, str] = {"seed000": "element", "seed001": "pointer", "extended": "extended"}
+
+
+def toolset_id(name: str) -> str:
+    """The id (``seed000``...) of a tool set given by id or user-facing name."""
+    for ident, user_name in TOOLSET_NAMES.items():
+        if name == user_name:
+            return ident
+    return name
+
+
+def toolset_label(name: str) -> str:
+    """``element (seed000)``: the user-facing name with the seed id it keeps as an alias."""
+    ident = toolset_id(name)
+    user_name = TOOLSET_NAMES.get(ident, ident)
+    return user_name if user_name == ident else f"{user_name} ({ident})"
+
 
 def toolset(name: str) -> ToolSet:
-    """A built-in tool set by name (``seed000``, ``seed001``, ``extended``, ``qwen``,
-    ``uitars``, ``uitars-1.0``)."""
+    """A built-in tool set by id or name (``seed000``/``element``, ``seed001``/``pointer``,
+    ``extended``, ``qwen``, ``uitars``, ``uitars-1.0``)."""
     try:
-        return TOOLSETS[name]()
+        return TOOLSETS[toolset_id(name)]()
     except KeyError:
-        raise ValueError(f"unknown tool set {name!r}; known: {', '.join(TOOLSETS)}") from None
+        known = ", ".join(toolset_label(n) for n in TOOLSETS)
+        raise ValueError(f"unknown tool set {name!r}; known: {known}") from None
 
 
 # ---------------------------------------------------------------------- execution

@@ -17,7 +17,16 @@ from typing import Any
 
 from deskpilot.commands.run import add_model_options, config_from_args
 
-__all__ = ["OLLAMA_DEFAULT_CTX", "PROBE_COLORS", "Check", "image_check", "register", "request_tokens", "run_checks"]
+__all__ = [
+    "OLLAMA_DEFAULT_CTX",
+    "PROBE_COLORS",
+    "Check",
+    "image_check",
+    "register",
+    "request_tokens",
+    "run_checks",
+    "verdict",
+]
 
 
 @dataclass
@@ -403,13 +412,17 @@ def handle(args: argparse.Namespace) -> int:
     console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
     checks = run_checks(config, model=not args.no_model)
     for check in checks:
-        console.print(
-            f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}"
-        )
-    failed = [c for c in checks if c.status == "FAIL"]
-    console.print(
-        f"{len(failed)} failed, {sum(c.status == 'WARN' for c in checks)} warnings"
-        if failed
-        else "all checks passed"
-    )
-    return 1 if failed else 0
+        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}")
+    console.print(verdict(checks))
+    return 1 if any(c.status == "FAIL" for c in checks) else 0
+
+
+def verdict(checks: list[Check]) -> str:
+    """The last line: "all checks passed" only when no check failed or warned."""
+    failed = sum(c.status == "FAIL" for c in checks)
+    warned = sum(c.status == "WARN" for c in checks)
+    if failed:
+        return f"{failed} failed, {warned} warning{'s' if warned != 1 else ''}"
+    if warned:
+        return f"no check failed, {warned} warning{'s' if warned != 1 else ''}: read the WARN line{'s' if warned != 1 else ''} above"
+    return "all checks passed"

@@ -60,6 +60,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "task", nargs="*", help="task text; none: wait for a model output on POST /inject"
     )
+    parser.add_argument(
+        "--linger",
+        dest="linger",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep the panel up after the run ends, to look at the final state, until Ctrl+C "
+        "(default: when started from a terminal)",
+    )
     add_model_options(parser)
     add_agent_options(parser)
     parser.set_defaults(handler=handle)
@@ -76,6 +84,10 @@ def handle(args: argparse.Namespace) -> int:
     extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
     extra["agent.mode"] = "stateless"
     extra.setdefault("stateless.panel", "on")
+    linger = (
+        args.linger if args.linger is not None else (sys.stdin.isatty() and sys.stdout.isatty())
+    )
+    extra.setdefault("stateless.panel_linger", linger)
     config = config_from_args(args, extra)
     if not task and config.sources.get("stateless.boot_enabled") == "default":
         # No task: like the seed with BOOT_ENABLED = False, the run starts from an injection.
@@ -85,4 +97,35 @@ def handle(args: argparse.Namespace) -> int:
     result = run_agent(config, task, reporter=reporter)
     if args.json_summary:
         sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
+    _linger(result.outcome)
     return _EXIT_CODES.get(result.outcome, 1)
+
+
+def _linger(outcome: str) -> None:
+    """Keep the panels the run left up until Ctrl+C (or SIGTERM), then stop them."""
+    import signal
+    import threading
+
+    from deskpilot.agent.stateless import take_lingering_panels
+
+    panels = take_lingering_panels()
+    if not panels:
+        return
+    print(
+        f"deskpilot: the run ended ({outcome}); the panel stays up at {panels[0].page_url} so you can look "
+        "at the final state. Press Ctrl+C to stop it.",
+        file=sys.stderr,
+        flush=True,
+    )
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        for panel in panels:
+            panel.stop_thread()
+        print("deskpilot: panel stopped", file=sys.stderr, flush=True)

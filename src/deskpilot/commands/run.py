@@ -1,7 +1,7 @@
 """``deskpilot run``: run the agent on a task or a scenario.
 
     deskpilot run 2                         scenario 2 of the active tool set (seeds' `python main.py 2`)
-    deskpilot run seed001:3                 scenario 3 of seed 001's list
+    deskpilot run seed001:3                 scenario 3 of seed 001's list (also pointer:3)
     deskpilot run "Open the calculator"     a free-form task
     deskpilot run --mode single --toolset extended --endpoint http://host:8080/v1/chat/completions ...
     deskpilot run --policy-mode confirm 3   ask on the terminal instead of refusing (see "safety" below)
@@ -47,8 +47,11 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("agent")
     g.add_argument("--mode", help="single (default); team and stateless when installed (AGENT_MODE)")
-    g.add_argument("--toolset", choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
-                   help="tool names and set (AGENT_TOOLSET); qwen / uitars: the models' own formats")
+    g.add_argument("--toolset", choices=("element", "pointer", "extended", "qwen", "uitars", "uitars-1.0",
+                                         "seed000", "seed001"), metavar="NAME",
+                   help="tool set: element (default; click_element by box, alias seed000), pointer (move_mouse + "
+                   "click_mouse, alias seed001), extended, qwen / uitars / uitars-1.0 (the models' own formats) "
+                   "(AGENT_TOOLSET)")
     g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
     g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
     g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")

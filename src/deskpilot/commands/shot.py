@@ -3,7 +3,8 @@
 Phases: ``capture`` (the backend's raw grab), ``cursor`` (reading and compositing the
 pointer), ``prepare`` (crop + area-average downscale + BGRA->RGB) and ``encode`` (PNG).
 With ``--repeat N`` the frame is taken N times and the median (and minimum) of each
-phase is printed; the last frame is written.
+phase is printed; the last frame is written: to ``--out FILE``, to stdout with ``--out -``,
+else to a new ``deskpilot-shot-<time>-*.png`` in the system temp directory (printed).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from deskpilot.imaging import PNG_FILTERS
 
-__all__ = ["parse_region", "parse_size", "register"]
+__all__ = ["default_out", "parse_region", "parse_size", "register"]
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -55,6 +56,17 @@ def _level(text: str) -> int:
     return value
 
 
+def default_out() -> str:
+    """Where ``shot`` writes without ``--out``: a new file in the system temp directory."""
+    import os
+    import tempfile
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    fd, path = tempfile.mkstemp(prefix=f"deskpilot-shot-{stamp}-", suffix=".png")
+    os.close(fd)
+    return path
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "shot",
@@ -62,7 +74,11 @@ def register(subparsers: Any) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", "-o", default="shot.png", help="output PNG path, '-' for stdout (default: shot.png)")
+    parser.add_argument(
+        "--out", "-o", default=None,
+        help="output PNG path, '-' for stdout (default: a new deskpilot-shot-<time>.png in the system temp "
+        "directory, so a timing run leaves nothing in the current directory; the path is printed)",
+    )
     parser.add_argument("--size", type=parse_size, help="downscale to WxH, e.g. 1536x864 (default: physical size)")
     parser.add_argument("--monitor", type=_positive, help="1-based monitor index (default: the primary)")
     parser.add_argument("--region", type=parse_region, help="x,y,w,h on the monitor, in physical pixels")
@@ -70,7 +86,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--repeat", type=_positive, default=1, help="capture N times, report medians (default: 1)")
     parser.add_argument("--level", type=_level, default=1, help="PNG deflate level 0..9 (default: 1)")
     parser.add_argument("--filter", default="adaptive", choices=PNG_FILTERS, help="PNG row filter (default: adaptive)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "mss", "gdi"), help="capture backend")
+    # --capture, like `deskpilot run --capture`; --backend is the older spelling, kept.
+    parser.add_argument("--capture", "--backend", dest="backend", default="auto", choices=("auto", "mss", "gdi"),
+                        help="capture backend (same as `run --capture`; --backend is an alias)")
     parser.add_argument(
         "--scaling",
         default="native",
@@ -97,6 +115,8 @@ def handle(args: argparse.Namespace) -> int:
             for name in ("capture", "cursor", "prepare"):
                 phases[name].append(frame.timings[name])
         backend = cap.backend.name
+    if args.out is None:
+        args.out = default_out()
     if args.out == "-":
         sys.stdout.buffer.write(png)
         sys.stdout.buffer.flush()

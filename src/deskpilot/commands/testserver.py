@@ -1,9 +1,14 @@
 """``deskpilot testserver``: a local OpenAI-compatible model server to try the agent without a model.
 
-``--policy pixel`` (default) finds a coloured target in each screenshot it receives and
-clicks it, then types and presses a key (what ``deskpilot demo`` uses); ``--script FILE``
-plays a JSON list of replies and faults (see :func:`deskpilot.testing.reply_from_json`).
-Point the agent at the printed endpoint: ``deskpilot run --endpoint URL "task"``.
+The default model finds a coloured target in each screenshot it receives and clicks it,
+then types and presses a key, in the protocol of the mode that asks (``--policy auto``:
+tool calls for the single mode, a planner's plan and executor tool calls of either team
+variant, JSON with a box and several actions per turn for the stateless mode; ``--policy
+single|team|stateless`` fixes one): what ``deskpilot demo`` uses. ``--script FILE`` plays a JSON list of replies and faults;
+``--example NAME`` plays one of the shipped scripts, one per mode and tool set
+(``--examples`` lists them; the format and the examples are documented in
+``deskpilot/testing/examples/README.md``). Point the agent at the printed endpoint:
+``deskpilot demo --endpoint URL`` or ``deskpilot run --endpoint URL "task"``.
 """
 
 from __future__ import annotations
@@ -39,9 +44,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed)")
+    parser.add_argument("--policy", choices=("auto", "single", "pixel", "team", "stateless"), default="auto",
+                        help="the pixel-reading model's protocol: auto (default: the mode of each request, so "
+                        "every mode works unchanged), single ('pixel' is an alias), team, stateless")
     parser.add_argument("--script", metavar="FILE", help="JSON file: a list of replies/faults to play in order")
+    parser.add_argument("--example", metavar="NAME",
+                        help="play a shipped example script (one per mode and tool set; --examples lists them)")
+    parser.add_argument("--examples", action="store_true", help="list the example scripts and how to run each")
     parser.add_argument("--target", type=_rgb, default=(255, 0, 0), metavar="R,G,B",
                         help="pixel policy: colour of the target (default 255,0,0)")
+    parser.add_argument("--done-color", dest="done_rgb", type=_rgb, default=(0, 200, 0), metavar="R,G,B",
+                        help="team/stateless policy: the colour that shows the target was clicked (default 0,200,0)")
     parser.add_argument("--label", default="target", help="pixel policy: label sent with click_element")
     parser.add_argument("--text", default="hello", help="pixel policy: text for type_text")
     parser.add_argument("--key", default="enter", help="pixel policy: key for press_key")
@@ -63,15 +76,26 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot._errors import ConfigError
     from deskpilot.testing import (
         ModelServer,
-        PixelPolicy,
         RecordedRequest,
         ScriptedPolicy,
         reply_from_json,
         serve,
     )
+    from deskpilot.testing._examples import EXAMPLES, example_items, example_path
 
+    if args.examples:
+        print("Example scripts (deskpilot testserver --example NAME), each driving `deskpilot demo`:\n")
+        for example in EXAMPLES.values():
+            print(f"  {example.name}\n      {example.what}\n      then: deskpilot demo {example.demo_flags} "
+                  f"--endpoint URL\n      file: {example_path(example.name)}")
+        print("\nFormat, tools of every mode and these examples: src/deskpilot/testing/examples/README.md in the repository")
+        return 0
+    if args.script and args.example:
+        raise ConfigError("give --script FILE or --example NAME, not both", where="--example")
     policy: Any
-    if args.script:
+    if args.example:
+        policy = ScriptedPolicy([reply_from_json(item) for item in example_items(args.example)])
+    elif args.script:
         try:
             with open(args.script, "rb") as fh:
                 items = orjson.loads(fh.read())
@@ -80,13 +104,20 @@ def handle(args: argparse.Namespace) -> int:
             policy = ScriptedPolicy([reply_from_json(item) for item in items])
         except (OSError, ValueError, TypeError) as exc:
             raise ConfigError(f"cannot use script {args.script}: {exc}") from exc
+    elif args.policy in ("team", "stateless", "auto"):
+        from deskpilot.testing import AutoPolicy, StatelessPolicy, TeamPolicy
+
+        team = TeamPolicy(args.target, done_rgb=args.done_rgb, label=args.label, text=args.text, key=args.key)
+        stateless = StatelessPolicy(args.target, done_rgb=args.done_rgb, label=args.label, text=args.text,
+                                    key=args.key)
+        if args.policy == "team":
+            policy = team
+        elif args.policy == "stateless":
+            policy = stateless
+        else:
+            policy = AutoPolicy(_pixel_policy(args), team, stateless)
     else:
-        try:
-            policy = PixelPolicy(args.target, label=args.label, text=args.text, key=args.key,
-                                 steps=[s.strip() for s in args.steps.split(",") if s.strip()],
-                                 box_format=args.box_format)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from exc
+        policy = _pixel_policy(args)
 
     def on_ready(server: ModelServer) -> None:
         print(f"deskpilot test server: {server.endpoint}  (models: {server.url}/v1/models; Ctrl+C stops)",
@@ -110,3 +141,15 @@ def handle(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from exc
     return 0
+
+
+def _pixel_policy(args: argparse.Namespace) -> Any:
+    from deskpilot._errors import ConfigError
+    from deskpilot.testing import PixelPolicy
+
+    try:
+        return PixelPolicy(args.target, label=args.label, text=args.text, key=args.key,
+                           steps=[s.strip() for s in args.steps.split(",") if s.strip()],
+                           box_format=args.box_format)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc

@@ -8,6 +8,7 @@ bit-identical results; :data:`BACKEND` says which one is active::
     rgb = imaging.prepare(bgra, region=(0, 0, 1920, 1080), size=(1536, 864))
     png = imaging.encode_png(rgb, level=1)
     if imaging.changed_region(before, after) is None: ...
+    imaging.annotate(rgb, [imaging.ActionMark("click", 500, 300)])  # the stateless mode's overlays
 
 All functions raise :class:`~deskpilot.errors.ImagingError` (a ``ValueError``) for a bad
 shape, dtype, region or size instead of reading out of bounds.
@@ -30,15 +31,29 @@ from deskpilot.imaging._api import (
     frame_digest,
     prepare,
 )
+from deskpilot.imaging._overlay import (
+    OVERLAY_BACKEND,
+    ActionMark,
+    Annotator,
+    BoxMark,
+    OverlayStyle,
+    annotate,
+)
 from deskpilot.imaging._png import DEFLATE_ENGINE
 
 __all__ = [
     "BACKEND",
     "DEFLATE_ENGINE",
+    "OVERLAY_BACKEND",
     "PNG_FILTERS",
+    "ActionMark",
+    "Annotator",
+    "BoxMark",
     "CursorKind",
+    "OverlayStyle",
     "PngFilter",
     "Region",
+    "annotate",
     "bgra_to_rgb",
     "changed_region",
     "composite_cursor",

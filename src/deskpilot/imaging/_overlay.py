@@ -16,8 +16,9 @@ drawn by the compiled kernels (``deskpilot._native.annotate``, without the GIL) 
 numpy reference that matches them bit for bit; ``DESKPILOT_PURE=1`` forces the reference
 and :data:`OVERLAY_BACKEND` says which one is active::
 
-    from deskpilot.imaging._overlay import ActionMark, Annotator
+    from deskpilot.imaging import ActionMark, Annotator, BoxMark, annotate
 
+    annotate(rgb, [ActionMark("click", 500, 300)], [BoxMark(100, 80, 400, 160, "search")])  # one turn
     annotator = Annotator()                      # default style, 4-turn trail
     annotator.annotate(rgb, [ActionMark("click", 500, 300)])
 

@@ -5,7 +5,9 @@
 ``GET /config``             ``{"ui": UI_CONFIG, "capture_width", "capture_height", "annotate", ...}``
 ``GET /state``              the engine state; ``?images=0`` leaves out ``raw_b64``
 ``GET /raw.png``            this turn's screenshot; ``/annotated.png`` its annotated version
-``POST /inject``            ``{"vlm_text": "<model output>"}`` -> 202, queued for the engine
+``POST /inject``            a model output -> 202, queued for the engine: the model's JSON itself
+                            (``{"observation": ..., "bboxes": [...], "actions": [...]}``), or
+                            ``{"vlm_text": "<model output as text>"}`` (any text, as a model wrote it)
 ``POST /annotated``         ``{"seq": N, "image_b64": "<png>"}`` -> 200; 409 when N is not the
                             pending seq (the engine keeps waiting), checked before the image
 ==========================  =================================================================
@@ -49,6 +51,8 @@ MAX_ANNOTATED_BYTES = 32 << 20
 #: Any other POST (every other route answers 405, but its body is not read either).
 MAX_OTHER_BYTES = 64 << 10
 _INJECT_KEYS = frozenset({"vlm_text"})
+#: A body with one of these (and no ``vlm_text``) is a model reply posted as it is.
+_REPLY_KEYS = frozenset({"observation", "bboxes", "actions"})
 _ANNOTATED_KEYS = frozenset({"seq", "image_b64"})
 _PNG_DATA_URL = "data:image/png;base64,"
 
@@ -92,6 +96,11 @@ async def _read_json(request: Request, limit: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise _HTTPError(413, f"body of {declared} bytes is over the limit of {limit}")
+    return (await _read_json_raw(request, limit))[0]
+
+
+async def _read_json_raw(request: Request, limit: int) -> tuple[dict[str, Any], bytes]:
+    """The body as a JSON object, and its bytes."""
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
@@ -99,13 +108,14 @@ async def _read_json(request: Request, limit: int) -> dict[str, Any]:
         if size > limit:
             raise _HTTPError(413, f"body is over the limit of {limit} bytes")
         chunks.append(chunk)
+    raw = b"".join(chunks)
     try:
-        data = orjson.loads(b"".join(chunks))
+        data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise _HTTPError(400, f"body is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise _HTTPError(422, f"body must be a JSON object, got {type(data).__name__}")
-    return data
+    return data, raw
 
 
 def _only_keys(data: dict[str, Any], allowed: frozenset[str]) -> None:
@@ -159,7 +169,16 @@ def create_app(state: PanelState, access: PanelAccess) -> AccessGuard:
         return Response(data, media_type="image/png", headers=_NO_CACHE)
 
     async def inject(request: Request) -> Response:
-        data = await _read_json(request, MAX_INJECT_BYTES)
+        data, raw = await _read_json_raw(request, MAX_INJECT_BYTES)
+        if "vlm_text" not in data and _REPLY_KEYS & set(data):
+            # The model's reply as it is (what a user copies from a model): injected verbatim.
+            return _json({"ok": True, "queued": state.inject(raw.decode("utf-8"))}, 202)
+        if "vlm_text" not in data:
+            raise _HTTPError(
+                422,
+                'body needs a model output: the model\'s JSON ({"observation": ..., "actions": [...]}) '
+                'or {"vlm_text": "<model output>"}',
+            )
         _only_keys(data, _INJECT_KEYS)
         text = data.get("vlm_text")
         if not isinstance(text, str):

@@ -45,7 +45,9 @@ MAX_TEXT = 20000
 CSS = """
 :root { --fg:#1d2330; --muted:#5f6b7a; --line:#d8dde4; --bg:#f6f7f9; --card:#fff; --ok:#2e7d32; --bad:#c62828; }
 * { box-sizing: border-box; }
-body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color:var(--fg); background:var(--bg); }
+body { margin:0; font:14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "DejaVu Sans", "Noto Sans CJK SC",
+  "Noto Sans CJK JP", "Noto Sans CJK KR", "Source Han Sans", "WenQuanYi Micro Hei", "Microsoft YaHei", "Yu Gothic",
+  "Malgun Gothic", "PingFang SC", "Hiragino Sans", sans-serif; color:var(--fg); background:var(--bg); }
 main { max-width: 1280px; margin: 0 auto; padding: 16px 20px 60px; }
 h1 { font-size: 20px; margin: 0 0 6px; }
 h2 { font-size: 16px; margin: 0; }
@@ -72,7 +74,7 @@ figure.shot.big img { object-fit: contain; max-height:96vh; }
 body.hide-marks svg.marks { display:none; }
 .noimg { border:1px dashed var(--line); padding:16px; color:var(--muted); border-radius:6px; }
 figcaption, .caption { font-size:12px; color:var(--muted); margin-top:4px; line-height:1.3; }
-pre { white-space: pre-wrap; word-break: break-word; background:#f3f5f8; border:1px solid var(--line); border-radius:6px; padding:6px 8px; margin:4px 0 8px; font:12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; max-height: 320px; overflow:auto; }
+pre { white-space: pre-wrap; word-break: break-word; background:#f3f5f8; border:1px solid var(--line); border-radius:6px; padding:6px 8px; margin:4px 0 8px; font:12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, "DejaVu Sans Mono", "Noto Sans Mono CJK SC", "Noto Sans CJK SC", "Microsoft YaHei", monospace; max-height: 320px; overflow:auto; }
 .call { border-left:3px solid #7c8db5; padding-left:8px; margin:6px 0; }
 .call.failed { border-color: var(--bad); }
 .label { font-size:12px; font-weight:600; color:var(--muted); text-transform: uppercase; letter-spacing: .03em; }
@@ -82,6 +84,7 @@ pre { white-space: pre-wrap; word-break: break-word; background:#f3f5f8; border:
 .legend i { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:4px; vertical-align:middle; }
 details > summary { cursor:pointer; color:var(--muted); font-size:12px; }
 .final { border:1px solid #b7dfb9; background:#f1fbf1; padding:6px 10px; border-radius:6px; }
+.final.failed { border-color:#e0b4b4; background:#fff4f4; }
 nav.controls { position:sticky; top:0; background:var(--bg); padding:6px 0; z-index:5; border-bottom:1px solid var(--line); font-size:13px; }
 """
 
@@ -306,7 +309,7 @@ def _figure(turn: TurnView, images: _Images) -> str:
     w, h = turn.image_size
     return (
         f'<figure class="shot"><img {images.attrs(turn.image_path)} width="{w}" height="{h}" '
-        f'alt="screenshot {_e(turn.image)} seen at turn {turn.number}" decoding="async">{svg}</figure>'
+        f'alt="screenshot {_e(turn.image)} seen at turn {turn.number}" loading="lazy" decoding="async">{svg}</figure>'
         f'<div class="caption">{_e(turn.image)}: {_e(turn.image_note)} ({w}x{h})</div>'
     )
 
@@ -331,7 +334,7 @@ def _turn_html(turn: TurnView, images: _Images, seen: set[str]) -> str:
         # Only screens no turn shows as "seen" (e.g. the last one): each image once.
         left.append(
             f'<details class="after"><summary>screen after this turn ({_e(turn.after)})</summary>'
-            f'<figure class="shot"><img {images.attrs(turn.after_path)} alt="screen after turn {turn.number}" decoding="async"></figure></details>'
+            f'<figure class="shot"><img {images.attrs(turn.after_path)} alt="screen after turn {turn.number}" loading="lazy" decoding="async"></figure></details>'
         )
     right: list[str] = []
     if turn.reasoning:
@@ -397,7 +400,14 @@ def _header(data: ReportData) -> str:
     if s.get("error"):
         out.append(f'<div class="banner"><b>Error:</b> {_e(s["error"])}</div>')
     if s.get("answer"):
-        out.append(f'<div class="final"><div class="label">answer</div>{_text(str(s["answer"]))}</div>')
+        if outcome == "answered":
+            out.append(f'<div class="final" id="answer"><div class="label">answer</div>{_text(str(s["answer"]))}</div>')
+        else:
+            # The green box means "the task was answered"; a failed run's last text is not that.
+            out.append(
+                f'<div class="final failed" id="answer"><div class="label">last model text (the run ended '
+                f'{_e(outcome)}, this is not an answer)</div>{_text(str(s["answer"]))}</div>'
+            )
     t = data.totals
     stats = [
         ("turns", len(data.turns)),

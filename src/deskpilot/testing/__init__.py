@@ -4,7 +4,8 @@
 ``GET /v1/models`` on 127.0.0.1, validates and records every request, and answers what
 its policy says: :class:`ScriptedPolicy` (a fixed conversation, faults included) or
 :class:`PixelPolicy` (finds a coloured target in the screenshot it receives and clicks
-it, types, presses a key, answers). :func:`serve` runs one in the foreground.
+it, types, presses a key, answers), and its team- and stateless-mode counterparts
+:class:`TeamPolicy` and :class:`StatelessPolicy`. :func:`serve` runs one in the foreground.
 
 Example::
 
@@ -16,12 +17,20 @@ Example::
         assert not server.problems
 """
 
+from deskpilot.testing._mode_policies import (
+    TEAM_TOOL_NAMES,
+    AutoPolicy,
+    StatelessPolicy,
+    TeamPolicy,
+)
 from deskpilot.testing._policies import PixelPolicy, Policy, ScriptedPolicy, find_color
 from deskpilot.testing._replies import Fault, Reply, reply_from_json, tool_call
 from deskpilot.testing._server import ModelServer, RecordedRequest, serve
 from deskpilot.testing._validate import ImageInfo, validate_chat_request
 
 __all__ = [
+    "TEAM_TOOL_NAMES",
+    "AutoPolicy",
     "Fault",
     "ImageInfo",
     "ModelServer",
@@ -30,6 +39,8 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ScriptedPolicy",
+    "StatelessPolicy",
+    "TeamPolicy",
     "find_color",
     "reply_from_json",
     "serve",

@@ -20,6 +20,7 @@ from deskpilot.agent.stateless._engine import (
     StatelessError,
     StatelessMode,
     run_stateless,
+    take_lingering_panels,
 )
 from deskpilot.agent.stateless._prompt import system_prompt, user_text
 from deskpilot.agent.stateless._protocol import (
@@ -48,6 +49,7 @@ __all__ = [
     "parse_vlm_output",
     "run_stateless",
     "system_prompt",
+    "take_lingering_panels",
     "user_text",
 ]
 

@@ -189,6 +189,12 @@ class StatelessSettings:
         env="BOOT_VLM_OUTPUT",
         help="the first 'model output' the loop executes",
     )
+    panel_linger: bool = setting(
+        False,
+        env="PANEL_LINGER",
+        help="keep the panel up after the run ends, to look at the final state "
+        "(`deskpilot panel` at a terminal does; Ctrl+C stops it)",
+    )
     inject_timeout: float = setting(
         0.0,
         env="STATELESS_INJECT_TIMEOUT",

@@ -62,7 +62,24 @@ from deskpilot.geometry import Rect, crop_rect
 from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token
 
-__all__ = ["StatelessEngine", "StatelessError", "StatelessMode", "run_stateless"]
+__all__ = [
+    "StatelessEngine",
+    "StatelessError",
+    "StatelessMode",
+    "run_stateless",
+    "take_lingering_panels",
+]
+
+#: Panels kept up after their run (``panel_linger``), on threads of their own.
+_LINGERING: list[PanelServer] = []
+
+
+def take_lingering_panels() -> list[PanelServer]:
+    """The panels runs left up (``panel_linger``); the caller stops them (``stop_thread``)."""
+    panels = list(_LINGERING)
+    _LINGERING.clear()
+    return panels
+
 
 log = logging.getLogger("deskpilot.stateless")
 U8 = npt.NDArray[np.uint8]
@@ -172,7 +189,7 @@ class StatelessEngine:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._on_capture(capturer.close), 2.0)
             if self.panel is not None:
-                await self.panel.stop()
+                await self._stop_or_keep_panel()
             if self.dry is not None:
                 self.dry.close()
             self._stop_log_file()
@@ -266,11 +283,45 @@ class StatelessEngine:
             },
         )
 
+    async def _stop_or_keep_panel(self) -> None:
+        """Stop the panel, or (``panel_linger``) move it to a thread of its own, same port and
+        state, so the final state can be looked at after this loop ends; the caller stops it
+        (:func:`take_lingering_panels`)."""
+        panel = self.panel
+        assert panel is not None
+        port = panel.port
+        await panel.stop()
+        if not self.settings.panel_linger or port is None:
+            return
+        s = self.settings
+        kept = PanelServer(
+            self.state, host=s.host, port=port, token=panel.token, allowed_hosts=s.allowed_hosts
+        )
+        try:
+            kept.start_in_thread()
+        except Exception as exc:  # the run's result matters more than the after-view
+            log.warning("the panel could not stay up after the run: %s", exc)
+            return
+        _LINGERING.append(kept)
+
     async def _wait_injection(self) -> str:
         self.state.set_phase("waiting_inject")
         timeout = self.settings.inject_timeout or None
         if self.panel is not None:
             log.info("waiting for POST %s/inject", self.panel.url)
+            if not self.session.config.run.quiet:
+                # Say what to paste where: the run does nothing until it comes.
+                auth = " -H 'Authorization: Bearer TOKEN'" if self.panel.token else ""
+                print(
+                    f"deskpilot: waiting for a model output. Paste the model's JSON into the panel "
+                    f"({self.panel.url}/, 'Inject a model output'), or post it:\n"
+                    f"  curl -X POST {self.panel.url}/inject -H 'Content-Type: application/json'{auth} \\\n"
+                    '    -d \'{"observation": "what I see", "actions": [{"name": "click", "x1": 500, "y1": 500}]}\'\n'
+                    "  (coordinates 0..1000 over the screenshot; actions: click, double_click, right_click, "
+                    "move, drag, scroll, type, key, done)",
+                    file=sys.stderr,
+                    flush=True,
+                )
         try:
             return await self.state.next_injection(timeout)
         except TimeoutError:

@@ -724,8 +724,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--variant",
         metavar="NAME",
-        help="team variant: 002 (commander/operator) or 003 (planner/executor, default); "
-        "role names like 'commander' or 'planner' work too",
+        help="team variant: planner/executor (default; seed 003, alias 003) or commander/operator "
+        "(seed 002, alias 002); one role name ('planner', 'commander') works too",
     )
     parser.add_argument(
         "--review-interval", type=int, metavar="N", help="planner review every N turns (5 / 7)"

@@ -32,7 +32,7 @@ class TeamSettings:
     variant: str = setting(
         "003",
         env="TEAM_VARIANT",
-        help="002 (commander/operator) or 003 (planner/executor); the seeds' role names work too",
+        help="planner/executor (003, default) or commander/operator (002); seed numbers and one role name work too",
     )
     review_interval: int = setting(
         0,

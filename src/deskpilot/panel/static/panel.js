@@ -266,6 +266,8 @@ function render(light) {
   renderList($("rejected"), light.rejected, (r) => `${r.kind}${r.index !== undefined ? " " + (r.index + 1) : ""}: ${r.reason}`);
   if (light.error) showError(light.error);
   document.body.dataset.phase = light.phase;
+  // What to paste, shown while the engine waits for it.
+  $("inject-hint").hidden = light.phase !== "waiting_inject";
   document.body.dataset.turn = String(light.turn);
 }
 
