@@ -17,7 +17,8 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def commands() -> list[list[str]]:
     out = []
     for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
-        for line in block.splitlines():
+        # A line ending in a backslash continues on the next: one command, as the shell reads it.
+        for line in block.replace("\\\n", " ").splitlines():
             words = shlex.split(line, comments=True)
             if words[:1] == [".venv/bin/deskpilot"]:
                 words[0] = "deskpilot"
