@@ -157,6 +157,13 @@ class LoopSettings:
     settle_min: float = setting(0.0, env="AGENT_SETTLE_MIN", minimum=0.0)
     settle_max: float = setting(1.5, env="AGENT_SETTLE_MAX", minimum=0.0)
     settle_poll: float = setting(0.01, env="AGENT_SETTLE_POLL", minimum=0.0)
+    settle_signal: str = setting(
+        "auto",
+        env="AGENT_SETTLE_SIGNAL",
+        choices=("auto", "damage", "poll"),
+        help="adaptive settle on X11 DAMAGE (quiet for settle_poll) where the server has it (auto), "
+        "always (damage: an error without it) or by polling probes (poll)",
+    )
     one_tool_call: bool = setting(True, env="AGENT_ONE_TOOL_CALL", help="reject extra calls per step")
     observe_after_action: bool = setting(
         True,

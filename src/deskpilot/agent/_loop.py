@@ -50,7 +50,7 @@ from typing import Any, Protocol, TypeVar
 import httpx
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
+from deskpilot._errors import ConfigError, DeskpilotError, PlatformError, RunInterrupted
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -59,7 +59,7 @@ from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
-from deskpilot.agent._settle import SettlePolicy, settle
+from deskpilot.agent._settle import DamageSource, SettlePolicy, settle, settle_on_damage
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import (
@@ -244,6 +244,8 @@ class Session:
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(loop.no_effect_repeats)
+        #: Drawing notifications to settle on (X11 DAMAGE), or None to poll.
+        self.damage: DamageSource | None = None
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
@@ -409,21 +411,40 @@ class Session:
         policy = self.settle_policy if settle_first else SettlePolicy("none")
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
-        result = await settle(lambda: self._probe(turn), policy)
-        probed = turn.timer.phases.get("capture", 0.0) - before
+        damage = self.damage if settle_first and policy.mode == "adaptive" else None
+        if damage is not None:
+            result = await settle_on_damage(lambda: self._probe(turn), policy, damage)
+            if result.damage is None:  # the watcher failed: poll from now on
+                self._close_damage()
+        else:
+            result = await settle(lambda: self._probe(turn), policy)
+        # Speculative probes overlap the quiet wait: only the wall time counts, once.
+        waited = (time.perf_counter() - started) * 1000
+        probed = min(turn.timer.phases.get("capture", 0.0) - before, waited)
+        if damage is not None:
+            turn.timer.phases["capture"] = before + probed
         if settle_first:
-            turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - probed))
+            turn.timer.add("settle", max(0.0, waited - probed))
             turn.record["settle"] = result.as_dict()
         key = result.payload
         last = self.latest_full
         if last is not None and last.probe == key:
             turn.record["screen_unchanged"] = True
             return last
+        # The settled probe's pixels become the image (no second grab of the screen).
+        grab = getattr(self.screen, "grab_probed", None) or self.screen.grab
         with turn.timer.phase("capture"):
-            shot = await self._capture.call(self.screen.grab)
+            shot = await self._capture.call(grab)
         shot.probe = key
         self.latest_full = shot
         return shot
+
+    def _close_damage(self) -> None:
+        damage, self.damage = self.damage, None
+        closer = getattr(damage, "close", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                closer()
 
     def _encode_sync(self, shot: Shot) -> _Encoded:
         png = imaging.encode_png(shot.rgb, level=self.config.screen.png_level)
@@ -808,6 +829,7 @@ async def run_agent_async(
             guard=guard,
             redaction=redaction,
         )
+        session.damage, extra["settle_signal"] = _open_damage(config, screen)
         if guard is not None:
             if guard.killswitch is not None:
                 guard.killswitch.add_callback(lambda trip: _stop_threadsafe(loop, stop, trip))
@@ -877,6 +899,8 @@ async def run_agent_async(
     except BaseException:  # cancelled from outside: no record to write, but disarm and release
         if guard is not None:
             guard.close()
+        if session is not None:
+            session._close_damage()
         raise
     if guard is not None:
         extra["safety"] = _safety_record(guard, session)
@@ -1049,6 +1073,36 @@ def _restore(replaced: list[tuple[signal.Signals, Any]]) -> None:
             signal.signal(sig, previous)
 
 
+def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
+    """The run's drawing notifications for the adaptive settle, and what it settles on.
+
+    X11 DAMAGE where the screen is captured from an X server that has it; polling
+    probes elsewhere (Windows, macOS, simulated screens), with ``settle_signal = "poll"``
+    and whenever the watcher cannot be made (``"damage"`` then is an error)."""
+    wanted = config.agent.settle_signal
+    if config.agent.settle != "adaptive" or wanted == "poll":
+        return None, "poll"
+    on_x11 = (
+        isinstance(screen, CapturerScreen)
+        and sys.platform.startswith("linux")
+        and screen.backend_name == "mss"
+        and bool(os.environ.get("DISPLAY"))
+    )
+    if not on_x11:
+        if wanted == "damage":
+            raise ConfigError("agent.settle_signal = damage needs an X11 display captured with mss",
+                              where="agent.settle_signal")
+        return None, "poll"
+    from deskpilot._x11._damage import DamageWatcher
+
+    try:
+        return DamageWatcher(), "damage"
+    except PlatformError as exc:
+        if wanted == "damage":
+            raise
+        return None, f"poll ({exc})"
+
+
 def _explicit(config: AgentConfig) -> set[str]:
     return {k for k, v in config.sources.items() if v != "default"}
 
@@ -1074,6 +1128,7 @@ def _finish(
 ) -> dict[str, Any]:
     if session is not None:
         session._drop_prefetch()
+        session._close_damage()
         pending = session.pending
         if pending is not None:
             if outcome in ("answered",) and "final" not in pending.record:

@@ -1,0 +1,196 @@
+"""X DAMAGE through ctypes: learn *that* the screen changed without looking at it.
+
+The settle loop used to grab and digest the whole screen every 10 ms to find out
+whether an app was still repainting (two grabs at least, ~4 ms of CPU each). The X
+server already knows: every drawing request damages a region of the window it draws
+to, and the DAMAGE extension reports that to any client that asks. A
+:class:`DamageWatcher` asks for the root window with ``IncludeInferiors`` semantics
+(the server reports damage to the root's descendants on the root's damage object), at
+the ``NonEmpty`` level: one ``DamageNotify`` whenever the accumulated damage goes from
+empty to non-empty, re-armed by ``XDamageSubtract`` after each read. Its own X
+connection carries nothing else, so its file descriptor becoming readable means
+"something was drawn".
+
+The watcher never blocks: :meth:`DamageWatcher.drain` reads whatever events have
+arrived (``XPending`` / ``XNextEvent``) and says how many were damage. The caller
+waits on :meth:`DamageWatcher.fileno` (``loop.add_reader``), which keeps Ctrl+C
+immediate. One watcher belongs to one thread (the event loop's).
+
+``lib`` is the function table (``XDamageQueryExtension``, ``XDamageCreate``, ...) and
+``display`` an :class:`~deskpilot._x11.XDisplay`-like connection: both can be fakes,
+which is how the unit tests drive it without a server.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from ctypes import POINTER, c_int, c_long, c_ulong
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+from deskpilot._errors import PlatformError
+from deskpilot._x11._lib import Display
+
+__all__ = [
+    "DAMAGE_FUNCTIONS",
+    "DAMAGE_NOTIFY",
+    "REPORT_NON_EMPTY",
+    "DamageWatcher",
+    "XEvent",
+    "damage_library",
+]
+
+Damage = c_ulong  # XID
+XserverRegion = c_ulong  # XID; 0 (None) in XDamageSubtract means "all of it"
+Drawable = c_ulong
+
+#: ``XDamageReportNonEmpty``: one event per empty -> non-empty transition.
+REPORT_NON_EMPTY = 3
+#: ``XDamageNotify``: the event code, relative to the extension's event base.
+DAMAGE_NOTIFY = 0
+
+
+class XEvent(ctypes.Union):
+    """``XEvent``: a union padded to 24 longs; only ``type`` (its first int) is read."""
+
+    _fields_ = (("type", c_int), ("pad", c_long * 24))
+
+
+#: Function name -> (library, argtypes, restype). Sorted by name. libX11's own entries
+#: here are the event-queue calls this module needs beyond :mod:`._lib`'s table.
+DAMAGE_FUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
+    "XConnectionNumber": ("X11", (Display,), c_int),
+    "XDamageCreate": ("Xdamage", (Display, Drawable, c_int), Damage),
+    "XDamageDestroy": ("Xdamage", (Display, Damage), None),
+    "XDamageQueryExtension": ("Xdamage", (Display, POINTER(c_int), POINTER(c_int)), c_int),
+    "XDamageSubtract": ("Xdamage", (Display, Damage, XserverRegion, XserverRegion), None),
+    "XFlush": ("X11", (Display,), c_int),
+    "XNextEvent": ("X11", (Display, POINTER(XEvent)), c_int),
+    "XPending": ("X11", (Display,), c_int),
+}
+
+_SONAMES = {"X11": ("X11", ("libX11.so.6", "libX11.so")), "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so"))}
+_loaded: SimpleNamespace | None = None
+_load_lock = threading.Lock()
+
+
+def _open(short: str) -> ctypes.CDLL:
+    name, fallbacks = _SONAMES[short]
+    found = ctypes.util.find_library(name)
+    errors: list[str] = []
+    for candidate in (found, *fallbacks) if found else fallbacks:
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError as exc:
+            errors.append(f"{candidate}: {exc}")
+    raise PlatformError(
+        f"cannot load lib{short}: is it installed? ({'; '.join(errors) or 'not found'})", library=short
+    )
+
+
+def damage_library() -> SimpleNamespace:
+    """The functions of :data:`DAMAGE_FUNCTIONS`, prototypes applied (loaded once).
+
+    Own ``CDLL`` handles, so these prototypes never touch those of :mod:`._lib`."""
+    global _loaded
+    with _load_lock:
+        if _loaded is None:
+            libs = {short: _open(short) for short in _SONAMES}
+            table: dict[str, Any] = {}
+            for fname, (owner, argtypes, restype) in DAMAGE_FUNCTIONS.items():
+                func = getattr(libs[owner], fname, None)
+                if func is None:
+                    raise PlatformError(f"lib{owner} has no function {fname}", function=fname)
+                func.argtypes = argtypes
+                func.restype = restype
+                table[fname] = func
+            _loaded = SimpleNamespace(**table)
+        return _loaded
+
+
+class _Display(Protocol):
+    root: int
+
+    def handle(self) -> int: ...
+    def sync(self, call: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class DamageWatcher:
+    """DAMAGE notifications for the whole screen on a private connection.
+
+    Raises :class:`PlatformError` when there is no display or the server lacks the
+    DAMAGE extension (callers fall back to polling). ``display`` and ``lib`` default to
+    a new :class:`~deskpilot._x11.XDisplay` and :func:`damage_library`.
+    """
+
+    def __init__(self, display: _Display | None = None, lib: Any = None) -> None:
+        if lib is None:
+            lib = damage_library()
+        if display is None:
+            from deskpilot._x11._display import XDisplay
+
+            display = XDisplay(PlatformError)
+        self._lib = lib
+        self._display: _Display | None = display
+        self._event = XEvent()
+        try:
+            event_base, error_base = c_int(0), c_int(0)
+            if not lib.XDamageQueryExtension(display.handle(), ctypes.byref(event_base), ctypes.byref(error_base)):
+                raise PlatformError("the X server has no DAMAGE extension", call="XDamageQueryExtension")
+            self._notify = event_base.value + DAMAGE_NOTIFY
+            self._damage = int(lib.XDamageCreate(display.handle(), display.root, REPORT_NON_EMPTY))
+            display.sync("XDamageCreate")
+            self._fd = int(lib.XConnectionNumber(display.handle()))
+        except BaseException:
+            display.close()
+            self._display = None
+            raise
+        #: Damage events seen since the watcher was made (a counter for tests and records).
+        self.events = 0
+
+    def fileno(self) -> int:
+        """The connection's descriptor: readable when events (damage) have arrived."""
+        return self._fd
+
+    @property
+    def closed(self) -> bool:
+        return self._display is None
+
+    def drain(self) -> int:
+        """Read every event that has arrived, without blocking; re-arm the damage
+        object when any was damage. Returns the number of damage events."""
+        display = self._display
+        if display is None:
+            raise PlatformError("the damage watcher is closed", call="drain")
+        lib, dpy = self._lib, display.handle()
+        seen = 0
+        while lib.XPending(dpy) > 0:
+            lib.XNextEvent(dpy, ctypes.byref(self._event))
+            if self._event.type == self._notify:
+                seen += 1
+        if seen:
+            # Empty the accumulated damage so the next drawing sends a new event.
+            lib.XDamageSubtract(dpy, self._damage, 0, 0)
+            lib.XFlush(dpy)
+            self.events += seen
+        return seen
+
+    def close(self) -> None:
+        """Destroy the damage object and close the connection. Idempotent."""
+        display, self._display = self._display, None
+        if display is None:
+            return
+        try:
+            self._lib.XDamageDestroy(display.handle(), self._damage)
+            self._lib.XFlush(display.handle())
+        finally:
+            display.close()
+
+    def __enter__(self) -> DamageWatcher:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
