@@ -318,3 +318,57 @@ def test_mss_without_xfixes_warns_once_and_grabs_without_the_cursor(
     assert all(frame.cursor is None for frame in frames)
     assert np.array_equal(frames[-1].rgb, desktop_pixels(screen)[..., 2::-1])
     assert len(opened) == 1 and opened[0].closed  # tried once, its connection given back
+
+
+def test_probe_pixels_make_the_frame_grab_would_make_without_a_second_grab() -> None:
+    backend = FakeBackend(cursor_at=(100, 50))
+    with Capturer(backend, region=(80, 30, 96, 64)) as cap:
+        digest, bgra, cursor = cap.probe()
+        assert digest == cap.digest()  # the digest of the raw pixels, no cursor in it
+        grabs = len(backend.grabs)
+        frame = cap.frame_from(bgra, cursor, size=(48, 32))
+        assert len(backend.grabs) == grabs  # no grab: the probe's pixels were used
+        expected = cap.grab(size=(48, 32))
+    assert np.array_equal(frame.rgb, expected.rgb)
+    assert frame.cursor == expected.cursor == (100, 50) and frame.mapping == expected.mapping
+    with Capturer(FakeBackend(), region=(0, 0, 10, 10)) as cap, pytest.raises(CaptureError, match="not the 10x10"):
+        cap.frame_from(desktop_pixels(Rect(0, 0, 12, 10)), None)
+
+
+def test_screen_grab_probed_uses_the_probe_and_keys_shots_without_digesting_them_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deskpilot.agent._screen import CapturerScreen
+
+    backend = FakeBackend(cursor_at=(100, 50))
+    monkeypatch.setattr("deskpilot.capture._capturer.make_backend", lambda name, cursor=True: backend)
+    screen = CapturerScreen(size=(96, 54), cursor=True)
+    try:
+        digests = []
+        real = imaging.frame_digest
+
+        def counting(pixels: npt.NDArray[np.uint8]) -> int:
+            digests.append(pixels.shape)
+            return int(real(pixels))
+
+        monkeypatch.setattr(imaging, "frame_digest", counting)
+        probe = screen.probe()
+        grabs = len(backend.grabs)
+        shot = screen.grab_probed()
+        assert len(backend.grabs) == grabs and len(digests) == 1  # one grab, one digest pass
+        again = screen.grab()  # probe + grab_probed: same screen, same key
+        assert again.digest == shot.digest and np.array_equal(again.rgb, shot.rgb)
+        backend.cursor_at = (120, 60)  # only the pointer moved: a different image, a different key
+        moved = screen.grab()
+        assert moved.digest != shot.digest
+        backend.shift = 1
+        assert screen.grab().digest not in (shot.digest, moved.digest)
+        assert probe[1] == (100, 50)
+        # Used once: a second grab_probed grabs afresh.
+        screen.probe()
+        screen.grab_probed()
+        before = len(backend.grabs)
+        screen.grab_probed()
+        assert len(backend.grabs) == before + 1
+    finally:
+        screen.close()

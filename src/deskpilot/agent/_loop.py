@@ -59,7 +59,7 @@ from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
-from deskpilot.agent._settle import DamageSource, SettlePolicy, settle, settle_on_damage
+from deskpilot.agent._settle import DamageSource, SettlePolicy, SettleResult, settle, settle_on_damage
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import (
@@ -246,6 +246,9 @@ class Session:
         self.no_effect = NoEffectTracker(loop.no_effect_repeats)
         #: Drawing notifications to settle on (X11 DAMAGE), or None to poll.
         self.damage: DamageSource | None = None
+        #: What the adaptive settle waits on: "damage", or "poll" (with the reason when
+        #: DAMAGE was wanted but could not be had).
+        self.settle_signal = "poll"
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
@@ -398,6 +401,29 @@ class Session:
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
         return value, value
 
+    async def _probe_prepared(self, turn: Turn) -> tuple[Probe, tuple[Probe, Shot | None]]:
+        """A probe that also makes the image from its pixels, and starts encoding it,
+        unless it shows what the last image showed: run speculatively while the damage
+        settle waits out its quiet interval, so a settled screen is ready to send when
+        the wait ends (a probe overtaken by drawing costs only idle time)."""
+        last = self.latest_full
+        grab_probed = getattr(self.screen, "grab_probed", None)
+
+        def look() -> tuple[Probe, Shot | None]:
+            value = self.screen.probe()
+            if grab_probed is None or (last is not None and last.probe == value):
+                return value, None
+            shot: Shot = grab_probed()
+            shot.probe = value
+            return value, shot
+
+        started = time.perf_counter()
+        value, shot = await self._capture.call(look)
+        turn.timer.add("capture", (time.perf_counter() - started) * 1000)
+        if shot is not None and self.config.agent.observe_after_action:
+            self.prefetch_encode(shot)
+        return value, (value, shot)
+
     async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
         """A full-view frame of the settled screen.
 
@@ -412,10 +438,16 @@ class Session:
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
         damage = self.damage if settle_first and policy.mode == "adaptive" else None
+        prepared: Shot | None = None
         if damage is not None:
-            result = await settle_on_damage(lambda: self._probe(turn), policy, damage)
-            if result.damage is None:  # the watcher failed: poll from now on
+            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage)
+            if spec.damage is None:  # the watcher failed: poll from now on
                 self._close_damage()
+                self.settle_signal = "poll (the DAMAGE connection failed)"
+            result: SettleResult[Probe] = SettleResult(
+                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage
+            )
+            prepared = spec.payload[1]
         else:
             result = await settle(lambda: self._probe(turn), policy)
         # Speculative probes overlap the quiet wait: only the wall time counts, once.
@@ -431,10 +463,13 @@ class Session:
         if last is not None and last.probe == key:
             turn.record["screen_unchanged"] = True
             return last
-        # The settled probe's pixels become the image (no second grab of the screen).
-        grab = getattr(self.screen, "grab_probed", None) or self.screen.grab
-        with turn.timer.phase("capture"):
-            shot = await self._capture.call(grab)
+        if prepared is not None:
+            shot = prepared
+        else:
+            # The settled probe's pixels become the image (no second grab of the screen).
+            grab = getattr(self.screen, "grab_probed", None) or self.screen.grab
+            with turn.timer.phase("capture"):
+                shot = await self._capture.call(grab)
         shot.probe = key
         self.latest_full = shot
         return shot
@@ -624,6 +659,7 @@ class Session:
             "screenshot_dir": str(self.runlog.dump_dir),
             "totals": dict(self.totals),
             "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
+            "settle_signal": self.settle_signal,
             **(dict(extra) if extra else {}),
         }
 
@@ -829,7 +865,7 @@ async def run_agent_async(
             guard=guard,
             redaction=redaction,
         )
-        session.damage, extra["settle_signal"] = _open_damage(config, screen)
+        session.damage, session.settle_signal = _open_damage(config, screen)
         if guard is not None:
             if guard.killswitch is not None:
                 guard.killswitch.add_callback(lambda trip: _stop_threadsafe(loop, stop, trip))
