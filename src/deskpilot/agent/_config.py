@@ -133,10 +133,12 @@ class HistorySettings:
     keep_last_screenshots: int = setting(2, env="AGENT_KEEP_LAST_SCREENSHOTS", minimum=1)
     keep_last_thinks: int = setting(2, env="AGENT_KEEP_LAST_THINKS", minimum=0)
     prune_chunk: int = setting(
-        1,
+        3,
         env="AGENT_PRUNE_CHUNK",
         minimum=1,
-        help="prune images in chunks of N so the request prefix stays stable for prompt caches",
+        help="prune images in chunks of N so the request prefix stays stable for prompt caches: "
+        "with keep 2, chunk 3 prefills 1.3 images per turn (chunk 1, the seeds' keep-last-N: 2.0) and "
+        "holds at most keep + chunk - 1 = 4 images (benchmarks/bench_request.py --only-policies)",
     )
 
 

@@ -55,7 +55,7 @@ from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._exchange_log import ExchangeLog
-from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent._history import TEXT_BYTES_PER_TOKEN, History, Prefill, image_token_rule, png_data_url
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
@@ -271,6 +271,39 @@ class Session:
             "frames_encoded": 0,
         }
         self.last_content = ""
+        #: Tokens per image for the prefill accounting (None: the model's rule is unknown).
+        self._image_tokens = image_token_rule(config.model.model)
+        #: Per request: images / image tokens / text tokens a prefix cache cannot reuse,
+        #: and images in context (see :class:`~deskpilot.agent._history.Prefill`).
+        self.prefills: list[Prefill] = []
+
+    def _count_prefill(self, prefill: Prefill) -> None:
+        self.prefills.append(prefill)
+
+    def prefill_summary(self) -> dict[str, Any] | None:
+        """``summary.prefill``: totals and per-request averages over the run."""
+        rows = self.prefills
+        if not rows:
+            return None
+        n = len(rows)
+        image_tokens = None if any(r.image_tokens is None for r in rows) else sum(r.image_tokens or 0 for r in rows)
+        text_tokens = sum(r.text_tokens for r in rows)
+        images = sum(r.images for r in rows)
+        # The first request has nothing to reuse: the per-turn figures are over the rest.
+        later = rows[1:] or rows
+        m = len(later)
+        later_image_tokens = None if image_tokens is None else sum(r.image_tokens or 0 for r in later)
+        return {
+            "requests": n,
+            "images": images,
+            "image_tokens": image_tokens,
+            "text_tokens": text_tokens,
+            "images_per_turn": round(sum(r.images for r in later) / m, 3),
+            "image_tokens_per_turn": None if later_image_tokens is None else round(later_image_tokens / m, 1),
+            "text_tokens_per_turn": round(sum(r.text_tokens for r in later) / m, 1),
+            "max_images_in_context": max(r.images_in_context for r in rows),
+            "text_bytes_per_token": TEXT_BYTES_PER_TOKEN,
+        }
 
     # ------------------------------------------------------------------ turns
     def start(self, role: str = "agent") -> Turn:
@@ -349,6 +382,8 @@ class Session:
             redaction.learn_tools(tools)  # before the exchange log records the answer
         model = self.config.model
         previous = self._pending
+        if history.image_tokens is None:
+            history.image_tokens = self._image_tokens
         with previous.timer.phase("request_build") if previous else nullcontext():
             body = history.build_request(
                 model=model.model,
@@ -364,6 +399,10 @@ class Session:
             self.close_turn(previous, request_at=request_at)
         turn = self._open(role)
         turn.record["request"] = {"messages": stats.messages, "images": stats.images_live, "bytes": len(body)}
+        prefill = history.last_prefill
+        if prefill is not None:
+            turn.record["request"]["prefill"] = prefill.as_dict()
+            self._count_prefill(prefill)
         self.totals["requests"] += 1
         self.totals["request_bytes"] += len(body)
         self.reporter.phase(turn.number, "model")
@@ -660,6 +699,7 @@ class Session:
             "totals": dict(self.totals),
             "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
             "settle_signal": self.settle_signal,
+            "prefill": self.prefill_summary(),
             **(dict(extra) if extra else {}),
         }
 
