@@ -336,3 +336,22 @@ def test_a_failing_first_grab_still_releases_and_closes_the_hands(tmp_path: Path
     assert [e["action"] for e in hands.events] == ["release_all", "close"]
     assert hands.closed == 1
     assert set(_input_threads()) - before == set()  # the input thread was shut down
+
+
+def test_prefill_per_turn_in_the_records_and_the_summary(tmp_path: Path) -> None:
+    # The screen changes every turn (typing), so every turn sends an image.
+    script = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 583]})])]
+    script += [Reply(tool_calls=[("type_text", {"text": str(i)})]) for i in range(7)] + ["Done."]
+    result, _, _ = run(tmp_path, ScriptedPolicy(script), flags={
+        "model.model": "qwen3-vl-8b-instruct", "history.keep_last_screenshots": 2})  # default prune_chunk (3)
+    assert result.outcome == "answered"
+    turns = check_run_dir(result)
+    prefills = [t["request"]["prefill"] for t in turns if "request" in t]
+    assert len(prefills) == result.steps
+    assert prefills[0]["reused_messages"] == 0
+    # The simulated desktop's 768x432 images: Qwen3-VL resizes to 768x448, 24 x 14 tokens.
+    assert all(p["image_tokens"] == p["images"] * 24 * 14 for p in prefills)
+    assert [p["images"] for p in prefills[1:]] == [1, 1, 1, 2, 1, 1, 2, 1]  # one edit every 3 turns
+    summary = result.summary["prefill"]
+    assert summary["requests"] == result.steps and summary["max_images_in_context"] == 4
+    assert summary["images_per_turn"] == round(10 / 8, 3) and summary["image_tokens_per_turn"] == round(10 * 336 / 8, 1)
