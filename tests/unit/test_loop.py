@@ -355,3 +355,75 @@ def test_prefill_per_turn_in_the_records_and_the_summary(tmp_path: Path) -> None
     summary = result.summary["prefill"]
     assert summary["requests"] == result.steps and summary["max_images_in_context"] == 4
     assert summary["images_per_turn"] == round(10 / 8, 3) and summary["image_tokens_per_turn"] == round(10 * 336 / 8, 1)
+
+
+def test_streamed_call_runs_before_the_trailing_text_arrives(tmp_path: Path) -> None:
+    """A server that streams a tool call and then more text: the action runs while the
+    text is still to come. The server sends the trailing text only once the simulated
+    desktop has received the click (an ordering, not a timing): acting at the end of
+    the reply would leave it waiting until its 10 s guard."""
+    import asyncio
+    import threading
+
+    clicked = threading.Event()
+    sent_after_click: list[bool] = []
+
+    class Desk(SimulatedDesktop):
+        def click(self, *a: Any, **k: Any) -> None:
+            clicked.set()
+            super().click(*a, **k)
+
+    def sse(writer: asyncio.StreamWriter, delta: dict[str, Any], finish: str | None = None) -> None:
+        data = b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        requests = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                requests += 1
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                if requests == 1:
+                    sse(writer, {"role": "assistant", "content": ""})
+                    sse(writer, {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
+                        "name": "click_element", "arguments": '{"label": "target", "box": [500, 412]}'}}]})
+                    await writer.drain()
+                    sent_after_click.append(await asyncio.to_thread(clicked.wait, 10.0))
+                    sse(writer, {"content": " I clicked the target and will check the result."}, None)
+                    sse(writer, {}, "tool_calls")
+                else:
+                    sse(writer, {"role": "assistant", "content": "Done."}, "stop")
+                done = b"data: [DONE]\n\n"
+                writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        desk = Desk()
+        cfg = load_config(flags={"model.endpoint": f"http://127.0.0.1:{port}/v1/chat/completions",
+                                 "model.stream": True, "run.runs_dir": str(tmp_path / "runs")},
+                          env={}, search_default=False)
+        result = run_agent(cfg, "click", screen_factory=lambda: desk, hands_factory=lambda: desk,
+                           handle_signals=False)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        server.close()
+    assert result.outcome == "answered", result.error
+    assert sent_after_click == [True]  # the click came before the trailing text was sent
+    turns = check_run_dir(result)
+    assert turns[1]["action_started_early"] is True and desk.target_clicks
+    assert turns[1]["model"]["content"].strip().startswith("I clicked the target")
