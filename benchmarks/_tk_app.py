@@ -87,7 +87,10 @@ def repainting_app(picture: Path) -> Iterator[subprocess.Popen[str]]:
     """Start the app on ``$DISPLAY`` over ``picture``; yields the process (its stdout
     carries the event lines) once it is mapped."""
     app = subprocess.Popen(
-        [sys.executable, "-c", _APP, str(picture)], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+        [sys.executable, "-c", _APP, str(picture)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
     )
     try:
         assert app.stdout is not None

@@ -38,7 +38,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TRAILING = "I clicked it; next I will look at the screen again to check that the change took effect. "
+TRAILING = (
+    "I clicked it; next I will look at the screen again to check that the change took effect. "
+)
 
 
 class PacedServer:
@@ -111,18 +113,35 @@ class PacedServer:
         return [text[i : i + size] for i in range(0, len(text), size)]
 
     async def _stream(self, writer: asyncio.StreamWriter, index: int, name: str, args: str) -> None:
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
 
         def send(delta: dict[str, Any], finish: str | None = None) -> None:
-            chunk = {"id": f"c{index}", "object": "chat.completion.chunk", "created": 0, "model": "paced",
-                     "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            chunk = {
+                "id": f"c{index}",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "paced",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
             data = b"data: " + orjson.dumps(chunk) + b"\n\n"
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
 
         send({"role": "assistant", "content": ""})
         if name:
-            send({"tool_calls": [{"index": 0, "id": f"call_{index}", "type": "function",
-                                  "function": {"name": name, "arguments": ""}}]})
+            send(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": f"call_{index}",
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
             for piece in self._pieces(args, self.call_chunks):
                 await writer.drain()
                 await asyncio.sleep(self.chunk_s)
@@ -141,15 +160,35 @@ class PacedServer:
     async def _json(self, writer: asyncio.StreamWriter, index: int, name: str, args: str) -> None:
         if name:
             await asyncio.sleep(self.chunk_s * (self.call_chunks + self.text_chunks))
-            message: dict[str, Any] = {"role": "assistant", "content": TRAILING, "tool_calls": [
-                {"id": f"call_{index}", "type": "function", "function": {"name": name, "arguments": args}}]}
+            message: dict[str, Any] = {
+                "role": "assistant",
+                "content": TRAILING,
+                "tool_calls": [
+                    {
+                        "id": f"call_{index}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": args},
+                    }
+                ],
+            }
             finish = "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": "Done."}, "stop"
-        data = orjson.dumps({"id": f"c{index}", "object": "chat.completion", "created": 0, "model": "paced",
-                             "choices": [{"index": 0, "message": message, "finish_reason": finish}]})
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                     + str(len(data)).encode() + b"\r\n\r\n" + data)
+        data = orjson.dumps(
+            {
+                "id": f"c{index}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "paced",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            }
+        )
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(data)).encode()
+            + b"\r\n\r\n"
+            + data
+        )
         await writer.drain()
 
 
@@ -176,27 +215,49 @@ def _desk() -> Iterator[Any]:
 def run_once(stream: bool, args: argparse.Namespace) -> dict[str, list[float]]:
     from deskpilot.agent import iter_turns, load_config, run_agent
 
-    with PacedServer(args.turns, args.chunk_ms / 1000, args.call_chunks, args.text_chunks) as server, \
-            _desk() as desk, tempfile.TemporaryDirectory(prefix="deskpilot-bench-first-") as tmp:
+    with (
+        PacedServer(args.turns, args.chunk_ms / 1000, args.call_chunks, args.text_chunks) as server,
+        _desk() as desk,
+        tempfile.TemporaryDirectory(prefix="deskpilot-bench-first-") as tmp,
+    ):
         cfg = load_config(
-            flags={"model.endpoint": server.endpoint, "model.stream": stream, "run.runs_dir": tmp,
-                   "agent.max_steps": args.turns + 2, "run.save_screenshots": False},
+            flags={
+                "model.endpoint": server.endpoint,
+                "model.stream": stream,
+                "run.runs_dir": tmp,
+                "agent.max_steps": args.turns + 2,
+                "run.save_screenshots": False,
+            },
             env={},
             search_default=False,
         )
-        result = run_agent(cfg, "Fill in the form.", screen_factory=lambda: desk, hands_factory=lambda: desk,
-                           handle_signals=False)
+        result = run_agent(
+            cfg,
+            "Fill in the form.",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+        )
         if result.outcome != "answered":
             raise RuntimeError(f"run ended {result.outcome}: {result.error}")
         turns = list(iter_turns(result.run_dir))
         early = sum(1 for t in turns if t.get("action_started_early"))
     if len(desk.acted) != args.turns:
         raise RuntimeError(f"{len(desk.acted)} actions for {args.turns} scripted calls")
-    to_action = [(a - r) * 1000 for a, r in zip(desk.acted, server.received)]
+    to_action = [(a - r) * 1000 for a, r in zip(desk.acted, server.received, strict=False)]
     # Wall time of a turn: from this request read to the next one read.
-    wall = [(b - a) * 1000 for a, b in zip(server.received, server.received[1:])][: args.turns]
-    after_reply = [(n - e) * 1000 for e, n in zip(server.stream_ended, server.received[1:])][: args.turns]
-    return {"to_action": to_action, "wall": wall, "after_reply": after_reply, "early": [float(early)]}
+    wall = [(b - a) * 1000 for a, b in zip(server.received, server.received[1:], strict=False)][
+        : args.turns
+    ]
+    after_reply = [
+        (n - e) * 1000 for e, n in zip(server.stream_ended, server.received[1:], strict=False)
+    ][: args.turns]
+    return {
+        "to_action": to_action,
+        "wall": wall,
+        "after_reply": after_reply,
+        "early": [float(early)],
+    }
 
 
 def main() -> int:
@@ -207,20 +268,33 @@ def main() -> int:
     parser.add_argument("--text-chunks", type=int, default=30)
     args = parser.parse_args()
     reply_ms = args.chunk_ms * (args.call_chunks + args.text_chunks)
-    print(f"paced server: tool call in {args.call_chunks} chunks, then {args.text_chunks} chunks of trailing text, "
-          f"one every {args.chunk_ms:g} ms (reply {reply_ms:.0f} ms); {args.turns} actions per run; simulated desktop")
-    rows = {"stream (act on the complete call)": run_once(True, args),
-            "no stream (act at the end of the reply)": run_once(False, args)}
-    print(f"  {'':<42}{'to action p50':>15}{'p95':>8}{'turn p50':>10}{'next request after reply end p50':>34}")
+    print(
+        f"paced server: tool call in {args.call_chunks} chunks, then {args.text_chunks} chunks of trailing text, "
+        f"one every {args.chunk_ms:g} ms (reply {reply_ms:.0f} ms); {args.turns} actions per run; simulated desktop"
+    )
+    rows = {
+        "stream (act on the complete call)": run_once(True, args),
+        "no stream (act at the end of the reply)": run_once(False, args),
+    }
+    print(
+        f"  {'':<42}{'to action p50':>15}{'p95':>8}{'turn p50':>10}{'next request after reply end p50':>34}"
+    )
     for name, r in rows.items():
-        print(f"  {name:<42}{statistics.median(r['to_action']):>15.1f}{_p95(r['to_action']):>8.1f}"
-              f"{statistics.median(r['wall']):>10.1f}{statistics.median(r['after_reply']):>34.1f}")
-    s, j = rows["stream (act on the complete call)"], rows["no stream (act at the end of the reply)"]
+        print(
+            f"  {name:<42}{statistics.median(r['to_action']):>15.1f}{_p95(r['to_action']):>8.1f}"
+            f"{statistics.median(r['wall']):>10.1f}{statistics.median(r['after_reply']):>34.1f}"
+        )
+    s, j = (
+        rows["stream (act on the complete call)"],
+        rows["no stream (act at the end of the reply)"],
+    )
     saved = statistics.median(j["to_action"]) - statistics.median(s["to_action"])
     turn_saved = statistics.median(j["wall"]) - statistics.median(s["wall"])
-    print(f"  early starts: {int(s['early'][0])} of {args.turns} actions; the action starts {saved:.0f} ms sooner "
-          f"(p50), the turn ends {turn_saved:.0f} ms sooner (p50); trailing text lasts "
-          f"{args.chunk_ms * args.text_chunks:.0f} ms")
+    print(
+        f"  early starts: {int(s['early'][0])} of {args.turns} actions; the action starts {saved:.0f} ms sooner "
+        f"(p50), the turn ends {turn_saved:.0f} ms sooner (p50); trailing text lasts "
+        f"{args.chunk_ms * args.text_chunks:.0f} ms"
+    )
     return 0
 
 

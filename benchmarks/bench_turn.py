@@ -152,8 +152,10 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
             app_picture = picture if workload == "realistic" else None
             if workload == "realistic" and picture is None:
                 raise RuntimeError("the realistic workload needs the picture the app shows")
-            ours, ours_landed = _with_app(app_picture, lambda: run_deskpilot(workload, turns, Path(tmp) / workload))
-            base, base_landed = _with_app(app_picture, lambda: run_baseline(workload, baseline_turns))
+            ours, ours_landed = _with_app(
+                app_picture, lambda w=workload: run_deskpilot(w, turns, Path(tmp) / w))  # type: ignore[misc]
+            base, base_landed = _with_app(
+                app_picture, lambda w=workload: run_baseline(w, baseline_turns))  # type: ignore[misc]
             if workload == "realistic":
                 _check_landed("deskpilot", ours, ours_landed)
                 _check_landed("seed 000", base, base_landed)

@@ -50,12 +50,22 @@ def test_watcher_reports_a_real_repaint(app: DemoApp) -> None:
 
 def _run(tmp_path: Path, app: DemoApp, **flags: Any) -> Any:
     cx, cy = _center(app)
-    box = [cx * 1000 // 1920 - 5, cy * 1000 // 1080 - 5, cx * 1000 // 1920 + 5, cy * 1000 // 1080 + 5]
+    box = [
+        cx * 1000 // 1920 - 5,
+        cy * 1000 // 1080 - 5,
+        cx * 1000 // 1920 + 5,
+        cy * 1000 // 1080 + 5,
+    ]
     script = [Reply(tool_calls=[("click_element", {"label": "TARGET", "box": box})]), "Done."]
     with ModelServer(ScriptedPolicy(script), validate=False) as server:
         cfg = load_config(
-            flags={"model.endpoint": server.endpoint, "run.runs_dir": str(tmp_path / "runs"),
-                   "screen.image_width": 960, "screen.image_height": 540, **flags},
+            flags={
+                "model.endpoint": server.endpoint,
+                "run.runs_dir": str(tmp_path / "runs"),
+                "screen.image_width": 960,
+                "screen.image_height": 540,
+                **flags,
+            },
             env={},
             search_default=False,
         )

@@ -94,7 +94,12 @@ def test_watcher_watches_the_root_at_the_non_empty_level() -> None:
 def test_drain_counts_damage_only_and_rearms_once() -> None:
     lib = FakeLib()
     watcher = DamageWatcher(FakeDisplay(), lib)
-    lib.queue = [EVENT_BASE, 33, EVENT_BASE, EVENT_BASE + 1]  # damage, other, damage, another extension's
+    lib.queue = [
+        EVENT_BASE,
+        33,
+        EVENT_BASE,
+        EVENT_BASE + 1,
+    ]  # damage, other, damage, another extension's
     lib.calls.clear()
     assert watcher.drain() == 2
     assert lib.queue == []
@@ -185,7 +190,9 @@ class Screen:
             self.source.draw()
 
 
-def settle_with(source: SocketSource, policy: SettlePolicy, drawings_at: list[float] | None = None) -> Any:
+def settle_with(
+    source: SocketSource, policy: SettlePolicy, drawings_at: list[float] | None = None
+) -> Any:
     async def main() -> Any:
         screen = Screen(source, drawings_at)
         app = asyncio.ensure_future(screen.app())
@@ -197,14 +204,16 @@ def settle_with(source: SocketSource, policy: SettlePolicy, drawings_at: list[fl
 
 
 def test_static_screen_takes_one_probe_and_waits_the_quiet_interval(source: SocketSource) -> None:
-    result, screen = settle_with(source, SettlePolicy("adaptive", max_s=1.0, poll_s=0.02))
+    result, _ = settle_with(source, SettlePolicy("adaptive", max_s=1.0, poll_s=0.02))
     assert result.stable and result.polls == 1 and result.damage == 0
     assert result.payload == "frame1:0"
     assert result.waited_s >= 0.02  # the quiet interval passed with nothing drawn
 
 
 def test_drawing_after_a_probe_started_makes_it_look_again(source: SocketSource) -> None:
-    result, screen = settle_with(source, SettlePolicy("adaptive", max_s=2.0, poll_s=0.03), [0.005, 0.012])
+    result, screen = settle_with(
+        source, SettlePolicy("adaptive", max_s=2.0, poll_s=0.03), [0.005, 0.012]
+    )
     assert result.stable and result.damage == 2
     assert result.payload.endswith(":2")  # the image shows both drawings: taken after the last
     assert result.polls >= 2
@@ -219,7 +228,7 @@ def test_drawing_reported_before_the_settle_is_not_waited_for(source: SocketSour
 
 def test_a_screen_that_keeps_drawing_is_bounded_by_max(source: SocketSource) -> None:
     drawings = [i * 0.004 for i in range(1, 60)]  # every 4 ms for 0.24 s, quiet interval 10 ms
-    result, screen = settle_with(source, SettlePolicy("adaptive", max_s=0.08, poll_s=0.01), drawings)
+    result, _ = settle_with(source, SettlePolicy("adaptive", max_s=0.08, poll_s=0.01), drawings)
     assert not result.stable
     assert result.damage and result.damage > 3
     assert result.waited_s < 0.24  # ended by the bound, not by the drawing stopping
@@ -241,7 +250,7 @@ def test_a_failing_source_falls_back_to_polling(source: SocketSource) -> None:
         return 0
 
     source.drain = failing_drain  # type: ignore[method-assign]
-    result, screen = settle_with(source, SettlePolicy("adaptive", max_s=1.0, poll_s=0.05), [0.005])
+    result, _ = settle_with(source, SettlePolicy("adaptive", max_s=1.0, poll_s=0.05), [0.005])
     assert result.damage is None  # settled by polling: the caller stops using the source
     assert result.stable and result.payload.endswith(":1")
 

@@ -277,10 +277,10 @@ def test_changed_tools_share_nothing_and_unknown_rules_count_images_only() -> No
 
 
 def test_prefill_reads_the_image_size_from_the_png_header() -> None:
+    import numpy as np
+
     from deskpilot import imaging
     from deskpilot.agent._history import image_token_rule
-
-    import numpy as np
 
     h = History("sys")
     h.image_tokens = image_token_rule("qwen3-vl")

@@ -71,7 +71,10 @@ DAMAGE_FUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XPending": ("X11", (Display,), c_int),
 }
 
-_SONAMES = {"X11": ("X11", ("libX11.so.6", "libX11.so")), "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so"))}
+_SONAMES = {
+    "X11": ("X11", ("libX11.so.6", "libX11.so")),
+    "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so")),
+}
 _loaded: SimpleNamespace | None = None
 _load_lock = threading.Lock()
 
@@ -86,7 +89,8 @@ def _open(short: str) -> ctypes.CDLL:
         except OSError as exc:
             errors.append(f"{candidate}: {exc}")
     raise PlatformError(
-        f"cannot load lib{short}: is it installed? ({'; '.join(errors) or 'not found'})", library=short
+        f"cannot load lib{short}: is it installed? ({'; '.join(errors) or 'not found'})",
+        library=short,
     )
 
 
@@ -138,8 +142,12 @@ class DamageWatcher:
         self._event = XEvent()
         try:
             event_base, error_base = c_int(0), c_int(0)
-            if not lib.XDamageQueryExtension(display.handle(), ctypes.byref(event_base), ctypes.byref(error_base)):
-                raise PlatformError("the X server has no DAMAGE extension", call="XDamageQueryExtension")
+            if not lib.XDamageQueryExtension(
+                display.handle(), ctypes.byref(event_base), ctypes.byref(error_base)
+            ):
+                raise PlatformError(
+                    "the X server has no DAMAGE extension", call="XDamageQueryExtension"
+                )
             self._notify = event_base.value + DAMAGE_NOTIFY
             self._damage = int(lib.XDamageCreate(display.handle(), display.root, REPORT_NON_EMPTY))
             display.sync("XDamageCreate")

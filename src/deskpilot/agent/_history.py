@@ -456,7 +456,7 @@ class History:
         if self._sent is not None:
             previous, previous_tools = self._sent
             if previous_tools is tools_bytes or previous_tools == tools_bytes:
-                for old, new in zip(previous, datas):
+                for old, new in zip(previous, datas, strict=False):
                     # Unchanged entries keep their bytes object: identity first, then content.
                     if old is not new and old != new:
                         break

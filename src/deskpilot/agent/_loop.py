@@ -55,11 +55,23 @@ from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._exchange_log import ExchangeLog
-from deskpilot.agent._history import TEXT_BYTES_PER_TOKEN, History, Prefill, image_token_rule, png_data_url
+from deskpilot.agent._history import (
+    TEXT_BYTES_PER_TOKEN,
+    History,
+    Prefill,
+    image_token_rule,
+    png_data_url,
+)
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
-from deskpilot.agent._settle import DamageSource, SettlePolicy, SettleResult, settle, settle_on_damage
+from deskpilot.agent._settle import (
+    DamageSource,
+    SettlePolicy,
+    SettleResult,
+    settle,
+    settle_on_damage,
+)
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import (

@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 __all__ = ["DamageSource", "SettlePolicy", "SettleResult", "settle", "settle_on_damage"]
 
@@ -189,9 +189,9 @@ async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: Damage
                 timeout = policy.max_s - elapsed
             woke.clear()
             waiter = asyncio.ensure_future(woke.wait())
-            pending: set[asyncio.Future[object]] = {waiter}
+            pending: set[asyncio.Future[Any]] = {waiter}
             if not spec.done():
-                pending.add(spec)  # type: ignore[arg-type]
+                pending.add(spec)
             await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             waiter = None

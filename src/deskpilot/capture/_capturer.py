@@ -211,10 +211,9 @@ class Capturer:
         t1: float,
     ) -> Frame:
         cursor_at = None
-        if self.cursor:
-            if image is not None:
-                cursor_at = image.position
-                self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
+        if self.cursor and image is not None:
+            cursor_at = image.position
+            self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
         t2 = time.perf_counter()
         out = self._buffer(width, height)
         rgb = imaging.prepare(bgra, size=None if gdi_scaled else (width, height), out=out)
