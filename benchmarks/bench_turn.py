@@ -82,13 +82,14 @@ def _pct(values: list[float], q: float) -> float:
     return percentile(values, q)
 
 
-def run_deskpilot(workload: str, turns: int, work: Path) -> dict[str, Any]:
+def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "auto") -> dict[str, Any]:
     from deskpilot.agent import iter_turns, load_config, run_agent
     from deskpilot.testing import ModelServer, ScriptedPolicy
 
     with ModelServer(ScriptedPolicy(_script(workload, turns)), validate=False, keep_images=0) as server:
         cfg = load_config(
-            flags={"model.endpoint": server.endpoint, "run.runs_dir": str(work / "runs"), "agent.max_steps": turns + 2},
+            flags={"model.endpoint": server.endpoint, "run.runs_dir": str(work / "runs"), "agent.max_steps": turns + 2,
+                   "agent.settle_signal": settle_signal},
             env={},
             search_default=False,
         )
@@ -106,6 +107,7 @@ def run_deskpilot(workload: str, turns: int, work: Path) -> dict[str, Any]:
             if phase not in ("model", "overhead"):
                 phases_by_tool.setdefault(name, {}).setdefault(phase, []).append(ms)
     return {"overhead": overhead, "by_tool": by_tool, "phases": result.summary["phases"],
+            "settle_signal": result.summary["settle_signal"],
             "phases_by_tool": phases_by_tool}
 
 
@@ -141,11 +143,12 @@ def _with_app(picture: Path | None, fn: Any) -> tuple[Any, tuple[int, int]]:
 
 
 def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
-        picture: Path | None = None) -> tuple[list[str], dict[str, float]]:
+        picture: Path | None = None, settle_signal: str = "auto") -> tuple[list[str], dict[str, float]]:
     from deskpilot import imaging
 
     lines = [f"imaging core: {imaging.BACKEND}, PNG deflate: {imaging.DEFLATE_ENGINE}; model latency 0; "
-             f"{turns} deskpilot turns and {baseline_turns} baseline turns per workload"]
+             f"{turns} deskpilot turns and {baseline_turns} baseline turns per workload; "
+             f"settle signal asked: {settle_signal}"]
     ratios: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="deskpilot-bench-turn-") as tmp:
         for workload in workloads:
@@ -153,7 +156,7 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
             if workload == "realistic" and picture is None:
                 raise RuntimeError("the realistic workload needs the picture the app shows")
             ours, ours_landed = _with_app(
-                app_picture, lambda w=workload: run_deskpilot(w, turns, Path(tmp) / w))  # type: ignore[misc]
+                app_picture, lambda w=workload: run_deskpilot(w, turns, Path(tmp) / w, settle_signal))  # type: ignore[misc]
             base, base_landed = _with_app(
                 app_picture, lambda w=workload: run_baseline(w, baseline_turns))  # type: ignore[misc]
             if workload == "realistic":
@@ -166,7 +169,8 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
             ratios[f"{workload}_p95_ms"] = p95
             ratios[f"{workload}_baseline_p50_ms"] = b50
             ratios[f"{workload}_ratio"] = ratio
-            lines.append(f"workload {workload}: client-side turn overhead (reply -> next request), ms")
+            lines.append(f"workload {workload}: client-side turn overhead (reply -> next request), ms; "
+                         f"deskpilot settled on {ours['settle_signal']}")
             lines.append(f"  {'loop':<22}{'p50':>9}{'p95':>9}{'n':>5}   per tool p50")
             for name, data, n50, n95 in (("deskpilot", ours, p50, p95), ("seed 000 baseline", base, b50, b95)):
                 tools = ", ".join(f"{t} {statistics.median(v):.1f}" for t, v in sorted(data["by_tool"].items()))
@@ -235,10 +239,13 @@ def main() -> int:
     parser.add_argument("--turns", type=int, default=40, help="deskpilot turns per workload")
     parser.add_argument("--baseline-turns", type=int, default=8, help="baseline turns per workload (about 1 s each)")
     parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: all three")
+    parser.add_argument("--settle-signal", choices=("auto", "damage", "poll"), default="auto",
+                        help="what deskpilot's adaptive settle waits on (poll: the probes of the previous version)")
     args = parser.parse_args()
     with screen_with_picture() as (display, shown):
         print(f"Xvfb {display} 1920x1080 showing {shown.name}", flush=True)
-        lines, _ = run(args.turns, args.baseline_turns, tuple(args.workload or WORKLOADS), picture=shown)
+        lines, _ = run(args.turns, args.baseline_turns, tuple(args.workload or WORKLOADS), picture=shown,
+                       settle_signal=args.settle_signal)
     print("\n".join(lines), flush=True)
     return 0
 
