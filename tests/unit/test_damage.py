@@ -211,13 +211,33 @@ def test_static_screen_takes_one_probe_and_waits_the_quiet_interval(source: Sock
 
 
 def test_drawing_after_a_probe_started_makes_it_look_again(source: SocketSource) -> None:
+    # The first probe starts half a quiet interval in (15 ms); the second drawing comes after.
     result, screen = settle_with(
-        source, SettlePolicy("adaptive", max_s=2.0, poll_s=0.03), [0.005, 0.012]
+        source, SettlePolicy("adaptive", max_s=2.0, poll_s=0.03), [0.005, 0.025]
     )
     assert result.stable and result.damage == 2
     assert result.payload.endswith(":2")  # the image shows both drawings: taken after the last
     assert result.polls >= 2
-    assert screen.probes[-1] >= 0.012  # the probe used started after the last drawing
+    assert screen.probes[-1] >= 0.025  # the probe used started after the last drawing
+
+
+def test_a_change_nobody_reported_early_on_is_still_seen(source: SocketSource) -> None:
+    async def main() -> Any:
+        screen = Screen(source)
+
+        async def silent_app() -> None:  # draws at 5 ms without a notification
+            await asyncio.sleep(0.005)
+            screen.drawn += 1
+
+        app = asyncio.ensure_future(silent_app())
+        result = await settle_on_damage(
+            screen.probe, SettlePolicy("adaptive", max_s=1.0, poll_s=0.04), source
+        )
+        await app
+        return result
+
+    result = asyncio.run(main())
+    assert result.stable and result.damage == 0 and result.payload.endswith(":1")
 
 
 def test_drawing_reported_before_the_settle_is_not_waited_for(source: SocketSource) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import threading
+import time
 from ctypes import POINTER, c_int, c_long, c_ulong
 from types import SimpleNamespace
 from typing import Any, Protocol
@@ -158,6 +159,9 @@ class DamageWatcher:
             raise
         #: Damage events seen since the watcher was made (a counter for tests and records).
         self.events = 0
+        #: ``time.perf_counter()`` of the last :meth:`drain` that found damage (0: none yet);
+        #: other threads may read it to drop work on a frame already overtaken.
+        self.last_damage = 0.0
 
     def fileno(self) -> int:
         """The connection's descriptor: readable when events (damage) have arrived."""
@@ -180,6 +184,7 @@ class DamageWatcher:
             if self._event.type == self._notify:
                 seen += 1
         if seen:
+            self.last_damage = time.perf_counter()
             # Empty the accumulated damage so the next drawing sends a new event.
             lib.XDamageSubtract(dpy, self._damage, 0, 0)
             lib.XFlush(dpy)

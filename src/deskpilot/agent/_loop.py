@@ -459,11 +459,15 @@ class Session:
         the wait ends (a probe overtaken by drawing costs only idle time)."""
         last = self.latest_full
         grab_probed = getattr(self.screen, "grab_probed", None)
+        damage = self.damage
 
         def look() -> tuple[Probe, Shot | None]:
+            started = time.perf_counter()
             value = self.screen.probe()
             if grab_probed is None or (last is not None and last.probe == value):
                 return value, None
+            if getattr(damage, "last_damage", 0.0) > started:
+                return value, None  # drawn on since: the settle looks again, the image would be wasted
             shot: Shot = grab_probed()
             shot.probe = value
             return value, shot

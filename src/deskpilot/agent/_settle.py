@@ -126,15 +126,20 @@ async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: Damage
     last drawing (see the module docstring). Modes other than adaptive, and a source
     that fails, fall back to :func:`settle`.
 
-    Runs on the event loop's thread (``loop.add_reader``): cancellation is immediate.
+    The first probe starts half a quiet interval in (so a screen that changed without
+    a notification in that time is still seen as it is after the change; a static
+    screen is ready when the quiet interval ends), later ones after each burst of
+    drawing. Runs on the event loop's thread (``loop.add_reader``): cancellation is
+    immediate.
     """
     if policy.mode != "adaptive":
         return await settle(probe, policy)
     loop = asyncio.get_running_loop()
     start = time.perf_counter()
     quiet = policy.poll_s
+    first_at = start + max(quiet, policy.min_s) - quiet / 2
     woke = asyncio.Event()
-    state = {"last": start, "events": 0, "failed": False}
+    state: dict[str, Any] = {"last": start, "events": 0, "failed": False}
     fd = source.fileno()
 
     def readable() -> None:
@@ -154,43 +159,41 @@ async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: Damage
     # either way it happened before ``start``, which already counts as activity.
     source.drain()
     loop.add_reader(fd, readable)
-    spec_started = time.perf_counter()
-    spec: asyncio.Future[tuple[Hashable, T]] = asyncio.ensure_future(probe())
-    polls = 1
+    spec: asyncio.Future[tuple[Hashable, T]] | None = None
+    spec_started = 0.0
+    polls = 0
     waiter: asyncio.Task[bool] | None = None
     try:
-        while True:
-            if state["failed"]:
-                break
+        while not state["failed"]:
             now = time.perf_counter()
             elapsed = now - start
             last = float(state["last"])
-            fresh = spec_started >= last  # no drawing reported since this probe started
-            if spec.done():
-                spec.result()  # a failed probe raises here
-                if fresh and elapsed >= policy.min_s and now - last >= quiet:
-                    digest, payload = spec.result()
-                    return SettleResult(payload, digest, polls, True, elapsed, int(state["events"]))
-                if not fresh and elapsed < policy.max_s:
+            if spec is None or (spec.done() and spec_started < last and elapsed < policy.max_s):
+                if spec is not None:
+                    spec.result()  # a failed probe raises here
+                if spec is not None or now >= first_at or elapsed >= policy.max_s:
+                    # The first look, or a new one: drawing was reported since the last began.
                     spec_started = now
                     spec = asyncio.ensure_future(probe())
                     polls += 1
                     continue
-            if elapsed >= policy.max_s:
-                digest, payload = await spec  # the latest look at a screen that keeps changing
-                return SettleResult(payload, digest, polls, False, time.perf_counter() - start, int(state["events"]))
-            if spec.done():
-                # Fresh and settled-looking but not yet quiet long enough: wait out the
-                # quiet interval (or the next drawing).
+                timeout = first_at - now
+            elif spec.done():
+                digest, payload = spec.result()
+                if spec_started >= last and elapsed >= policy.min_s and now - last >= quiet:
+                    return SettleResult(payload, digest, polls, True, elapsed, int(state["events"]))
+                if elapsed >= policy.max_s:  # the latest look at a screen that keeps changing
+                    return SettleResult(payload, digest, polls, False, elapsed, int(state["events"]))
+                # Fresh but not quiet for long enough yet: wait it out (or the next drawing).
                 deadline = max(last + quiet, start + policy.min_s)
                 timeout = max(0.0, min(deadline - now, policy.max_s - elapsed))
             else:
                 # Nothing to decide before the probe is back (or drawing is reported).
-                timeout = policy.max_s - elapsed
+                timeout = max(0.0, policy.max_s - elapsed)
             woke.clear()
             waiter = asyncio.ensure_future(woke.wait())
             pending: set[asyncio.Future[Any]] = {waiter}
-            if not spec.done():
+            if spec is not None and not spec.done():
                 pending.add(spec)
             await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
@@ -200,10 +203,11 @@ async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: Damage
             waiter.cancel()
         if not state["failed"]:
             loop.remove_reader(fd)
-        if not spec.done():
+        if spec is not None and not spec.done():
             spec.cancel()
     # The source failed: poll for the rest of the bound.
     rest = max(0.0, policy.max_s - (time.perf_counter() - start))
     result = await settle(probe, SettlePolicy("adaptive", min(policy.min_s, rest), rest, policy.poll_s))
-    return SettleResult(result.payload, result.digest, polls + result.polls, result.stable,
-                        time.perf_counter() - start, None)
+    return SettleResult(
+        result.payload, result.digest, polls + result.polls, result.stable, time.perf_counter() - start, None
+    )
