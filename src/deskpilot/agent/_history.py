@@ -19,12 +19,16 @@ requests; every edit early in the prompt forces them to re-process everything af
 images included (the vision encoder runs again for each). Image and think pruning are
 decided together, once per request, so they change the prompt in the same turn.
 
-Measured by ``benchmarks/bench_request.py`` (20 turns, keep 2 screenshots and 2 thinks,
-Qwen3-VL image = 1296 tokens): requests that extend the previous one unchanged, images
-the server must encode again per turn, and estimated tokens to process per turn —
-chunk 1: 1/19, 1.95 images, 3832 tokens; chunk 2: 10/19, 1.47, 3116 (-19 %); chunk 4:
-15/19, 1.21, 2706 (-29 %). The price: more images per prompt on average (2.0 / 2.5 /
-3.4), so a longer context. Default 1 (the seeds' behaviour).
+Prefill accounting: each :meth:`History.build_request` compares its messages with the
+previous request's and records in :attr:`History.last_prefill` (a :class:`Prefill`) what a
+prefix-caching server must process anew: the messages after the common prefix, the images
+among them and their tokens (:func:`image_token_rule`: Qwen3-VL one token per 32x32 px;
+other models the image count), the text at :data:`TEXT_BYTES_PER_TOKEN`. With keep 2,
+chunk K prefills (K + 1) / K images per turn at steady state and holds at most K + 1
+images: chunk 1 (the seeds' keep-last-N) 2.0, chunk 3 1.33 with 4 images at most.
+``benchmarks/bench_request.py --only-policies`` measures a scripted 30-turn run of the
+agent per policy. The class default is 1 (the seeds' behaviour); the agent's
+``history.prune_chunk`` defaults to 3.
 
 Speed: every message is serialized once (orjson) and its bytes kept;
 :meth:`History.build_request` only joins cached parts, so a turn serializes just its new

@@ -6,12 +6,15 @@ implementation of the hard parts:
 
 ``Session.ask(history, ...)``
     closes the previous turn (its record goes to ``turns.jsonl``), sends the request
-    spliced from the history's cached bytes and times the model wait. Raises
+    spliced from the history's cached bytes (``request.prefill``: what a prefix cache
+    cannot reuse of it) and times the model wait. Raises
     :class:`StepLimit` when ``max_steps`` requests were made.
 ``Session.act(turn, call, tools)``
-    runs one tool call on the input thread, then settles adaptively, compares the
-    settled frame with the one before the action (``changed`` / ``changed_region``)
-    and warns after repeated actions without visible effect.
+    runs one tool call on the input thread, then settles adaptively (on X11 DAMAGE
+    notifications where the server has them, :func:`._settle.settle_on_damage`; by
+    polling probes elsewhere), compares the settled frame with the one before the
+    action (``changed`` / ``changed_region``) and warns after repeated actions without
+    visible effect. The settled probe's pixels are the next image: no second grab.
 ``Session.observe(turn, ...)``
     the image for the model: the settled frame of the last action when there is one
     (no second capture), a fresh settled capture otherwise, or a native-resolution
@@ -482,11 +485,14 @@ class Session:
     async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
         """A full-view frame of the settled screen.
 
-        With ``settle_first`` cheap probes poll the screen until two match (bounded by
-        the settle policy); otherwise one probe. When the settled probe equals the one
-        of the last full-view frame, that frame is returned as is (no grab, and its PNG
-        is already encoded). Time spent probing and grabbing counts as ``capture``, the
-        rest of the wait as ``settle``.
+        With ``settle_first`` the screen settles: on DAMAGE (:attr:`damage`) a quiet
+        interval with speculative probes that also make the image, else cheap probes
+        until two match (bounded by the settle policy); otherwise one probe. When the
+        settled probe equals the one of the last full-view frame, that frame is returned
+        as is (no grab, and its PNG is already encoded); otherwise the image is made from
+        the settled probe's pixels. Time spent probing and making the image counts as
+        ``capture`` (only as long as the wall time it took), the rest of the wait as
+        ``settle``.
         """
         self.reporter.phase(turn.number, "settle" if settle_first else "capture")
         policy = self.settle_policy if settle_first else SettlePolicy("none")
