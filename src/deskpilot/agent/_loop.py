@@ -202,6 +202,9 @@ class _Encoded:
     png: bytes
     data_url: bytes
     screenshot: str | None
+    #: The digest of the image's pixels for the record (``observation.digest``, which a
+    #: replay recomputes from the saved screenshots).
+    pixels: int = 0
 
 
 class _ThreadBound:
@@ -544,7 +547,10 @@ class Session:
 
     def _encode_sync(self, shot: Shot) -> _Encoded:
         png = imaging.encode_png(shot.rgb, level=self.config.screen.png_level)
-        return _Encoded(png, png_data_url(png), None)
+        # A shot keyed by its probe (no pass over the image on the critical path) gets its
+        # pixel digest here, in the encode worker, overlapped with the settle.
+        pixels = shot.digest if shot.pixel_digest else imaging.frame_digest(shot.rgb)
+        return _Encoded(png, png_data_url(png), None, pixels)
 
     def prefetch_encode(self, shot: Shot) -> None:
         """Start encoding ``shot`` in a worker thread now (the next observe awaits it)."""
@@ -605,7 +611,7 @@ class Session:
         record: dict[str, Any] = {
             "screenshot": encoded.screenshot,
             "mapping": self.describe(shot.mapping),
-            "digest": f"{shot.digest & 0xFFFFFFFFFFFFFFFF:016x}",
+            "digest": f"{encoded.pixels & 0xFFFFFFFFFFFFFFFF:016x}",
             "reused": reused,
             "unchanged": unchanged,
             "zoomed": shot.zoomed,

@@ -46,11 +46,14 @@ class Shot:
 
     rgb: U8
     mapping: Mapping
-    digest: int  # of ``rgb`` (cursor drawn in): the key of its encoded PNG
+    digest: int  # of ``rgb`` (cursor drawn in), or see ``pixel_digest``: the key of its encoded PNG
     cursor: tuple[int, int] | None = None  # pointer position, physical pixels
     zoomed: bool = False
     #: The :meth:`Screen.probe` value of the screen this shot shows (set by the loop).
     probe: Probe | None = None
+    #: Whether ``digest`` is ``imaging.frame_digest(rgb)`` (False: a key made from the
+    #: probe's digest of the raw pixels and the cursor, equal only for equal images).
+    pixel_digest: bool = True
 
     @property
     def size(self) -> tuple[int, int]:
@@ -133,7 +136,8 @@ class CapturerScreen:
             return self.grab()
         digest, bgra, cursor = probed
         frame = self._capturer.frame_from(bgra, cursor, size=self.size)
-        return Shot(frame.rgb, frame.mapping, _shot_digest(digest, cursor, frame.size), _cursor(frame))
+        return Shot(frame.rgb, frame.mapping, _shot_digest(digest, cursor, frame.size), _cursor(frame),
+                    pixel_digest=False)
 
     def grab_region(self, rect: Rect) -> Shot:
         self._probed = None
