@@ -89,7 +89,7 @@ def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "a
     with ModelServer(ScriptedPolicy(_script(workload, turns)), validate=False, keep_images=0) as server:
         cfg = load_config(
             flags={"model.endpoint": server.endpoint, "run.runs_dir": str(work / "runs"), "agent.max_steps": turns + 2,
-                   "agent.settle_signal": settle_signal},
+                   **({"agent.settle_signal": settle_signal} if settle_signal != "auto" else {})},
             env={},
             search_default=False,
         )
@@ -107,7 +107,7 @@ def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "a
             if phase not in ("model", "overhead"):
                 phases_by_tool.setdefault(name, {}).setdefault(phase, []).append(ms)
     return {"overhead": overhead, "by_tool": by_tool, "phases": result.summary["phases"],
-            "settle_signal": result.summary["settle_signal"],
+            "settle_signal": result.summary.get("settle_signal", "poll (no settle_signal recorded)"),
             "phases_by_tool": phases_by_tool}
 
 

@@ -158,7 +158,12 @@ class LoopSettings:
     settle: str = setting("adaptive", env="AGENT_SETTLE", choices=("adaptive", "fixed", "none"))
     settle_min: float = setting(0.0, env="AGENT_SETTLE_MIN", minimum=0.0)
     settle_max: float = setting(1.5, env="AGENT_SETTLE_MAX", minimum=0.0)
-    settle_poll: float = setting(0.01, env="AGENT_SETTLE_POLL", minimum=0.0)
+    settle_poll: float = setting(
+        0.01,
+        env="AGENT_SETTLE_POLL",
+        minimum=0.0,
+        help="probe period of the polling settle, and the quiet interval (no drawing) of the DAMAGE settle",
+    )
     settle_signal: str = setting(
         "auto",
         env="AGENT_SETTLE_SIGNAL",
