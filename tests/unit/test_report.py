@@ -160,6 +160,7 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
     assert (run / "report.html").is_file() and "report.html" in out and "8 turns" in out and "answered" in out
+    assert "prefill per turn:" in out and "images in context" in out
     assert main(["report", str(run), "--out", str(tmp_path / "x.html"), "--link"]) == 0
     assert "data:image/png" not in (tmp_path / "x.html").read_text(encoding="utf-8")
     assert main(["report", str(tmp_path / "nothing")]) == 1
