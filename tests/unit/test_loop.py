@@ -427,3 +427,13 @@ def test_streamed_call_runs_before_the_trailing_text_arrives(tmp_path: Path) -> 
     turns = check_run_dir(result)
     assert turns[1]["action_started_early"] is True and desk.target_clicks
     assert turns[1]["model"]["content"].strip().startswith("I clicked the target")
+
+
+def test_settle_signal_is_polling_without_an_x_server_and_damage_on_demand_is_an_error(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[("click_element", {"label": "t", "box": [500, 412]})]), "Done."]
+    result, _, _ = run(tmp_path, ScriptedPolicy(script))
+    assert result.outcome == "answered" and result.summary["settle_signal"] == "poll"
+    turns = check_run_dir(result)
+    assert "damage" not in turns[1]["settle"]  # settled by polling probes
+    result, _, _ = run(tmp_path, ScriptedPolicy(list(script)), flags={"agent.settle_signal": "damage"})
+    assert result.outcome == "error" and "settle_signal = damage needs an X11 display" in (result.error or "")
