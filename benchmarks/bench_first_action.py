@@ -260,13 +260,41 @@ def run_once(stream: bool, args: argparse.Namespace) -> dict[str, list[float]]:
     }
 
 
-def main() -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--chunk-ms", type=float, default=25.0)
     parser.add_argument("--call-chunks", type=int, default=8)
     parser.add_argument("--text-chunks", type=int, default=30)
-    args = parser.parse_args()
+    return parser
+
+
+try:
+    import pytest  # noqa: F401  (only for ./dev bench)
+
+    def test_first_action_streamed_vs_end_of_reply(benchmark: Any, capsys: Any) -> None:
+        args = _parser().parse_args([])
+        rows: dict[str, dict[str, list[float]]] = {}
+
+        def once() -> None:
+            rows["stream"], rows["json"] = run_once(True, args), run_once(False, args)
+
+        benchmark.pedantic(once, rounds=1, iterations=1)
+        stream, json_ = (statistics.median(rows[k]["to_action"]) for k in ("stream", "json"))
+        benchmark.extra_info.update(
+            to_action_stream_ms=stream, to_action_json_ms=json_, saved_ms=json_ - stream
+        )
+        with capsys.disabled():
+            print(
+                f"\ntime to action p50: streamed {stream:.1f} ms, end of reply {json_:.1f} ms, "
+                f"{json_ - stream:.0f} ms sooner"
+            )
+except ImportError:  # pragma: no cover - running as a script without pytest
+    pass
+
+
+def main() -> int:
+    args = _parser().parse_args()
     reply_ms = args.chunk_ms * (args.call_chunks + args.text_chunks)
     print(
         f"paced server: tool call in {args.call_chunks} chunks, then {args.text_chunks} chunks of trailing text, "

@@ -305,6 +305,27 @@ def server_table(url_bytes: list[bytes], repeat: int) -> None:
           f"{B64_BACKEND} {ours * 1e3:.3f} ms ({stdlib / ours:.0f}x)")
 
 
+try:
+    import pytest  # noqa: F401  (only for ./dev bench)
+
+    def test_prefill_by_history_policy(benchmark: Any, capsys: Any) -> None:
+        result: dict[str, list[dict[str, Any]]] = {}
+
+        def once() -> None:
+            result["rows"] = policy_table(30, 1000.0)
+
+        benchmark.pedantic(once, rounds=1, iterations=1)
+        for r in result["rows"]:
+            benchmark.extra_info[f"keep{r['keep']}_chunk{r['chunk']}_images_per_turn"] = r["images_per_turn"]
+        with capsys.disabled():
+            print()
+            for r in result["rows"]:
+                print(f"keep {r['keep']} chunk {r['chunk']}: {r['images_per_turn']:.2f} image prefills per turn, "
+                      f"{r['tokens_per_turn']:.0f} tokens, at most {r['max_images_in_context']} images")
+except ImportError:  # pragma: no cover - running as a script without pytest
+    pass
+
+
 def print_policies(turns: int, tps: float) -> None:
     rows = policy_table(turns, tps)
     base = rows[0]
