@@ -16,6 +16,7 @@ from deskpilot._x11._damage import DamageWatcher
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent
 from deskpilot.agent._demo import DemoApp
 from deskpilot.agent._demo_app import TARGET_RGB
+from deskpilot.geometry import Rect
 from deskpilot.input import InputController
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 
@@ -46,6 +47,27 @@ def test_watcher_reports_a_real_repaint(app: DemoApp) -> None:
             seen = watcher.drain()
             time.sleep(0.005)
         assert seen >= 1
+
+
+def test_watcher_counts_only_drawing_on_its_area(app: DemoApp) -> None:
+    x, y, w, h = app.widgets["target"]
+    with (
+        DamageWatcher(Rect(x, y, w, h)) as on_target,
+        DamageWatcher(Rect(1910, 1070, 10, 10)) as corner,  # nothing there changes
+        InputController("xtest") as hands,
+    ):
+        on_target.drain()
+        corner.drain()
+        hands.click(*_center(app))  # the target turns green
+        app.wait_for(lambda r: r.get("type") == "target_clicked")
+        seen = 0
+        deadline = time.monotonic() + 5.0
+        while not seen and time.monotonic() < deadline:
+            seen = on_target.drain()
+            time.sleep(0.005)
+        time.sleep(0.1)  # whatever else the click redraws has been reported by now
+        assert seen >= 1  # the boxes in the events are read right (root coordinates)
+        assert corner.drain() == 0
 
 
 def _run(tmp_path: Path, app: DemoApp, **flags: Any) -> Any:

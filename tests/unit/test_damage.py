@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deskpilot._errors import PlatformError
-from deskpilot._x11._damage import DAMAGE_FUNCTIONS, REPORT_NON_EMPTY, DamageWatcher, XEvent
+from deskpilot._x11._damage import DAMAGE_FUNCTIONS, REPORT_BOUNDING_BOX, DamageWatcher, XEvent
 from deskpilot.agent._settle import SettlePolicy, settle_on_damage
 
 EVENT_BASE = 91
@@ -40,7 +40,8 @@ class FakeDisplay:
 
 
 class FakeLib:
-    """The functions of DAMAGE_FUNCTIONS, recording calls; ``queue`` holds event types."""
+    """The functions of DAMAGE_FUNCTIONS, recording calls; ``queue`` holds event types,
+    or (type, (x, y, w, h)) for damage with its bounding box."""
 
     def __init__(self, *, extension: bool = True) -> None:
         self.extension = extension
@@ -63,7 +64,11 @@ class FakeLib:
         return len(self.queue)
 
     def XNextEvent(self, dpy: int, event: Any) -> int:
-        ctypes.cast(event, ctypes.POINTER(XEvent)).contents.type = self.queue.pop(0)
+        item = self.queue.pop(0)
+        kind, box = item if isinstance(item, tuple) else (item, (0, 0, 10, 10))
+        ev = ctypes.cast(event, ctypes.POINTER(XEvent)).contents
+        ev.type = kind
+        ev.damage.area.x, ev.damage.area.y, ev.damage.area.width, ev.damage.area.height = box
         return 0
 
     def XDamageSubtract(self, dpy: int, damage: int, repair: int, parts: int) -> None:
@@ -83,17 +88,17 @@ def test_prototype_table_is_sorted_and_names_its_libraries() -> None:
     assert set(DAMAGE_FUNCTIONS) == {n for n in dir(FakeLib) if n.startswith("X")}
 
 
-def test_watcher_watches_the_root_at_the_non_empty_level() -> None:
+def test_watcher_watches_the_root_at_the_bounding_box_level() -> None:
     lib, display = FakeLib(), FakeDisplay()
-    watcher = DamageWatcher(display, lib)
-    assert ("XDamageCreate", (0xD15, FakeDisplay.root, REPORT_NON_EMPTY)) in lib.calls
+    watcher = DamageWatcher(display=display, lib=lib)
+    assert ("XDamageCreate", (0xD15, FakeDisplay.root, REPORT_BOUNDING_BOX)) in lib.calls
     assert display.synced == ["XDamageCreate"]  # an error there is raised, not left for later
     assert watcher.fileno() == 42
 
 
 def test_drain_counts_damage_only_and_rearms_once() -> None:
     lib = FakeLib()
-    watcher = DamageWatcher(FakeDisplay(), lib)
+    watcher = DamageWatcher(display=FakeDisplay(), lib=lib)
     lib.queue = [
         EVENT_BASE,
         33,
@@ -110,16 +115,34 @@ def test_drain_counts_damage_only_and_rearms_once() -> None:
     assert watcher.drain() == 0 and lib.calls == []  # nothing arrived: no request sent
 
 
+def test_only_drawing_that_meets_the_working_area_counts() -> None:
+    from deskpilot.geometry import Rect
+
+    lib = FakeLib()
+    watcher = DamageWatcher(
+        Rect(1920, 0, 1280, 1024), display=FakeDisplay(), lib=lib
+    )  # the right monitor
+    lib.queue = [(EVENT_BASE, (100, 100, 640, 360))]  # a video on the left monitor
+    lib.calls.clear()
+    assert watcher.drain() == 0 and watcher.last_damage == 0.0
+    assert [c for c, _ in lib.calls] == ["XDamageSubtract", "XFlush"]  # emptied all the same
+    lib.queue = [
+        (EVENT_BASE, (1900, 500, 30, 20)),
+        (EVENT_BASE, (0, 0, 1919, 1080)),
+    ]  # across the edge; beside
+    assert watcher.drain() == 1 and watcher.last_damage > 0
+
+
 def test_missing_extension_is_a_platform_error_and_closes_the_connection() -> None:
     display = FakeDisplay()
     with pytest.raises(PlatformError, match="no DAMAGE extension"):
-        DamageWatcher(display, FakeLib(extension=False))
+        DamageWatcher(display=display, lib=FakeLib(extension=False))
     assert display.closed
 
 
 def test_close_destroys_the_damage_object_once() -> None:
     lib, display = FakeLib(), FakeDisplay()
-    with DamageWatcher(display, lib) as watcher:
+    with DamageWatcher(display=display, lib=lib) as watcher:
         pass
     watcher.close()
     assert [c for c, _ in lib.calls].count("XDamageDestroy") == 1

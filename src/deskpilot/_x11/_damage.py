@@ -6,8 +6,12 @@ server already knows: every drawing request damages a region of the window it dr
 to, and the DAMAGE extension reports that to any client that asks. A
 :class:`DamageWatcher` asks for the root window with ``IncludeInferiors`` semantics
 (the server reports damage to the root's descendants on the root's damage object), at
-the ``NonEmpty`` level: one ``DamageNotify`` whenever the accumulated damage goes from
-empty to non-empty, re-armed by ``XDamageSubtract`` after each read. Its own X
+the ``BoundingBox`` level: a ``DamageNotify`` whenever the bounding box of the
+accumulated damage grows, carrying that box in root coordinates; ``XDamageSubtract``
+empties the damage after each read. Only boxes that meet the working area count
+(``area``): a video playing on another monitor does not keep the agent waiting. The
+box of everything drawn since the last read covers every drawing, so drawing inside
+the area is never missed (at worst, drawing on both sides of it counts). Its own X
 connection carries nothing else, so its file descriptor becoming readable means
 "something was drawn".
 
@@ -27,18 +31,20 @@ import ctypes
 import ctypes.util
 import threading
 import time
-from ctypes import POINTER, c_int, c_long, c_ulong
+from ctypes import POINTER, c_int, c_long, c_short, c_ulong, c_ushort, c_void_p
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from deskpilot._errors import PlatformError
 from deskpilot._x11._lib import Display
+from deskpilot.geometry import Rect
 
 __all__ = [
     "DAMAGE_FUNCTIONS",
     "DAMAGE_NOTIFY",
-    "REPORT_NON_EMPTY",
+    "REPORT_BOUNDING_BOX",
     "DamageWatcher",
+    "XDamageNotifyEvent",
     "XEvent",
     "damage_library",
 ]
@@ -47,16 +53,38 @@ Damage = c_ulong  # XID
 XserverRegion = c_ulong  # XID; 0 (None) in XDamageSubtract means "all of it"
 Drawable = c_ulong
 
-#: ``XDamageReportNonEmpty``: one event per empty -> non-empty transition.
-REPORT_NON_EMPTY = 3
+#: ``XDamageReportBoundingBox``: an event whenever the damage's bounding box grows.
+REPORT_BOUNDING_BOX = 2
 #: ``XDamageNotify``: the event code, relative to the extension's event base.
 DAMAGE_NOTIFY = 0
 
 
-class XEvent(ctypes.Union):
-    """``XEvent``: a union padded to 24 longs; only ``type`` (its first int) is read."""
+class XRectangle(ctypes.Structure):
+    _fields_ = (("x", c_short), ("y", c_short), ("width", c_ushort), ("height", c_ushort))
 
-    _fields_ = (("type", c_int), ("pad", c_long * 24))
+
+class XDamageNotifyEvent(ctypes.Structure):
+    """``XDamageNotifyEvent`` (Xdamage.h): ``area`` is the damage's bounding box."""
+
+    _fields_ = (
+        ("type", c_int),
+        ("serial", c_ulong),
+        ("send_event", c_int),
+        ("display", c_void_p),
+        ("drawable", c_ulong),
+        ("damage", c_ulong),
+        ("level", c_int),
+        ("more", c_int),
+        ("timestamp", c_ulong),
+        ("area", XRectangle),
+        ("geometry", XRectangle),
+    )
+
+
+class XEvent(ctypes.Union):
+    """``XEvent``: a union padded to 24 longs; ``type`` is its first int."""
+
+    _fields_ = (("type", c_int), ("damage", XDamageNotifyEvent), ("pad", c_long * 24))
 
 
 #: Function name -> (library, argtypes, restype). Sorted by name. libX11's own entries
@@ -127,11 +155,15 @@ class DamageWatcher:
     """DAMAGE notifications for the whole screen on a private connection.
 
     Raises :class:`PlatformError` when there is no display or the server lacks the
-    DAMAGE extension (callers fall back to polling). ``display`` and ``lib`` default to
-    a new :class:`~deskpilot._x11.XDisplay` and :func:`damage_library`.
+    DAMAGE extension (callers fall back to polling). ``area``: only drawing that meets
+    this rectangle (root coordinates) counts; None: anywhere. ``display`` and ``lib``
+    default to a new :class:`~deskpilot._x11.XDisplay` and :func:`damage_library`.
     """
 
-    def __init__(self, display: _Display | None = None, lib: Any = None) -> None:
+    def __init__(
+        self, area: Rect | None = None, display: _Display | None = None, lib: Any = None
+    ) -> None:
+        self.area = area
         if lib is None:
             lib = damage_library()
         if display is None:
@@ -150,7 +182,9 @@ class DamageWatcher:
                     "the X server has no DAMAGE extension", call="XDamageQueryExtension"
                 )
             self._notify = event_base.value + DAMAGE_NOTIFY
-            self._damage = int(lib.XDamageCreate(display.handle(), display.root, REPORT_NON_EMPTY))
+            self._damage = int(
+                lib.XDamageCreate(display.handle(), display.root, REPORT_BOUNDING_BOX)
+            )
             display.sync("XDamageCreate")
             self._fd = int(lib.XConnectionNumber(display.handle()))
         except BaseException:
@@ -172,24 +206,38 @@ class DamageWatcher:
         return self._display is None
 
     def drain(self) -> int:
-        """Read every event that has arrived, without blocking; re-arm the damage
-        object when any was damage. Returns the number of damage events."""
+        """Read every event that has arrived, without blocking; empty the damage when
+        any was damage. Returns the number of damage events that meet the area."""
         display = self._display
         if display is None:
             raise PlatformError("the damage watcher is closed", call="drain")
         lib, dpy = self._lib, display.handle()
-        seen = 0
+        damaged = seen = 0
         while lib.XPending(dpy) > 0:
             lib.XNextEvent(dpy, ctypes.byref(self._event))
             if self._event.type == self._notify:
-                seen += 1
-        if seen:
-            self.last_damage = time.perf_counter()
+                damaged += 1
+                if self._meets_area(self._event.damage.area):
+                    seen += 1
+        if damaged:
             # Empty the accumulated damage so the next drawing sends a new event.
             lib.XDamageSubtract(dpy, self._damage, 0, 0)
             lib.XFlush(dpy)
+        if seen:
+            self.last_damage = time.perf_counter()
             self.events += seen
         return seen
+
+    def _meets_area(self, box: XRectangle) -> bool:
+        area = self.area
+        if area is None:
+            return True
+        return bool(
+            box.x < area.left + area.width
+            and area.left < box.x + box.width
+            and box.y < area.top + area.height
+            and area.top < box.y + box.height
+        )
 
     def close(self) -> None:
         """Destroy the damage object and close the connection. Idempotent."""

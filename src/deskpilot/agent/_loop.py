@@ -1186,13 +1186,12 @@ def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | No
     wanted = config.agent.settle_signal
     if config.agent.settle != "adaptive" or wanted == "poll":
         return None, "poll"
-    on_x11 = (
+    if not (
         isinstance(screen, CapturerScreen)
         and sys.platform.startswith("linux")
         and screen.backend_name == "mss"
-        and bool(os.environ.get("DISPLAY"))
-    )
-    if not on_x11:
+        and os.environ.get("DISPLAY")
+    ):
         if wanted == "damage":
             raise ConfigError("agent.settle_signal = damage needs an X11 display captured with mss",
                               where="agent.settle_signal")
@@ -1200,7 +1199,8 @@ def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | No
     from deskpilot._x11._damage import DamageWatcher
 
     try:
-        return DamageWatcher(), "damage"
+        # Only drawing on the working area counts (not a video on another monitor).
+        return DamageWatcher(area=screen.area), "damage"
     except PlatformError as exc:
         if wanted == "damage":
             raise

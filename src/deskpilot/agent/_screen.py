@@ -104,6 +104,11 @@ class CapturerScreen:
         self._probed: tuple[int, Any, CursorImage | None] | None = None
 
     @property
+    def area(self) -> Rect:
+        """The working area: physical pixels of the virtual desktop."""
+        return self._capturer.area
+
+    @property
     def backend_name(self) -> str:
         """The capture backend's name (``mss``, ``gdi``)."""
         return str(self._capturer.backend.name)
