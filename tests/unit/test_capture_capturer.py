@@ -352,18 +352,32 @@ def test_screen_grab_probed_uses_the_probe_and_keys_shots_without_digesting_them
             return int(real(pixels))
 
         monkeypatch.setattr(imaging, "frame_digest", counting)
-        probe = screen.probe()
-        grabs = len(backend.grabs)
-        shot = screen.grab_probed()
-        assert len(backend.grabs) == grabs and len(digests) == 1  # one grab, one digest pass
-        again = screen.grab()  # probe + grab_probed: same screen, same key
-        assert again.digest == shot.digest and np.array_equal(again.rgb, shot.rgb)
-        backend.cursor_at = (120, 60)  # only the pointer moved: a different image, a different key
-        moved = screen.grab()
-        assert moved.digest != shot.digest
-        backend.shift = 1
-        assert screen.grab().digest not in (shot.digest, moved.digest)
+
+        def keyed() -> tuple[int, object]:
+            digests.clear()
+            probe = screen.probe()
+            grabs = len(backend.grabs)
+            shot = screen.grab_probed(pixel_digest=False)
+            assert len(backend.grabs) == grabs and len(digests) == 1  # one grab, one digest pass
+            assert not shot.pixel_digest
+            return shot.digest, (probe, shot.rgb.copy())
+
+        first, (probe, pixels) = keyed()
         assert probe[1] == (100, 50)
+        again, _ = keyed()
+        assert again == first  # same screen, same key
+        backend.cursor_at = (120, 60)  # only the pointer moved: a different image, a different key
+        moved, _ = keyed()
+        assert moved != first
+        backend.shift = 1
+        assert keyed()[0] not in (first, moved)
+        # By default the shot is keyed by its pixels, as a fresh grab is.
+        backend.cursor_at, backend.shift = (100, 50), 0
+        screen.probe()
+        shot = screen.grab_probed()
+        fresh = screen.grab()
+        assert shot.pixel_digest and shot.digest == fresh.digest == real(fresh.rgb)
+        assert np.array_equal(shot.rgb, pixels)
         # Used once: a second grab_probed grabs afresh.
         screen.probe()
         screen.grab_probed()

@@ -474,7 +474,7 @@ class Session:
                 return value, None
             if getattr(damage, "last_damage", 0.0) > started:
                 return value, None  # drawn on since: the settle looks again, the image would be wasted
-            shot: Shot = grab_probed()
+            shot: Shot = grab_probed(pixel_digest=False)  # digested in the encode worker, overlapped
             shot.probe = value
             return value, shot
 

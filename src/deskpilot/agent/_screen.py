@@ -13,8 +13,10 @@ is reused without grabbing or encoding again.
 
 :class:`CapturerScreen` keeps the pixels of its last probe: ``grab_probed`` makes the
 image from them (cursor, downscale) instead of grabbing the settled screen a second
-time, and every shot's digest is the probe's digest of the raw pixels combined with the
-cursor's position and shape, so each frame is digested once.
+time; with ``pixel_digest=False`` the shot's key is the probe's digest of the raw pixels
+combined with the cursor's position and shape, so the frame is digested once on the
+critical path (the DAMAGE settle digests the image for the record in the encode worker,
+while it waits).
 """
 
 from __future__ import annotations
@@ -126,23 +128,26 @@ class CapturerScreen:
         return (digest, cursor.position if cursor is not None else None)
 
     def grab(self) -> Shot:
-        if self._capturer.scaling != "native":
-            self._probed = None
-            frame = self._capturer.grab(size=self.size)
-            return Shot(frame.rgb, frame.mapping, imaging.frame_digest(frame.rgb), _cursor(frame))
-        self.probe()
-        return self.grab_probed()
+        self._probed = None
+        frame = self._capturer.grab(size=self.size)
+        return Shot(frame.rgb, frame.mapping, imaging.frame_digest(frame.rgb), _cursor(frame))
 
-    def grab_probed(self) -> Shot:
+    def grab_probed(self, *, pixel_digest: bool = True) -> Shot:
         """The image of the last :meth:`probe`'s pixels (no second grab); a fresh
-        :meth:`grab` when something else grabbed since (the pixels are used once)."""
+        :meth:`grab` when something else grabbed since (the pixels are used once).
+
+        ``pixel_digest=False`` keys the shot by the probe's digest and the cursor
+        instead of a pass over the image (for callers that digest it off the critical
+        path, if at all)."""
         probed, self._probed = self._probed, None
         if probed is None:
             return self.grab()
         digest, bgra, cursor = probed
         frame = self._capturer.frame_from(bgra, cursor, size=self.size)
-        return Shot(frame.rgb, frame.mapping, _shot_digest(digest, cursor, frame.size), _cursor(frame),
-                    pixel_digest=False)
+        if pixel_digest:
+            return Shot(frame.rgb, frame.mapping, imaging.frame_digest(frame.rgb), _cursor(frame))
+        key = _shot_digest(digest, cursor, frame.size)
+        return Shot(frame.rgb, frame.mapping, key, _cursor(frame), pixel_digest=False)
 
     def grab_region(self, rect: Rect) -> Shot:
         self._probed = None
