@@ -25,6 +25,16 @@ pytestmark = pytest.mark.x11
 CLICKED_RGB = (0, 200, 0)  # _demo_app.CLICKED_COLOR
 
 
+@pytest.fixture(autouse=True)
+def pointer_back(xvfb: str) -> Iterator[None]:
+    """Put the pointer back where it was: the X server is shared by the whole session,
+    and later tests look at pixels where these tests leave it."""
+    with InputController("xtest") as hands:
+        where = hands.position()
+        yield
+        hands.move(*where)
+
+
 @pytest.fixture
 def app(xvfb: str, tmp_path: Path) -> Iterator[DemoApp]:
     with DemoApp(tmp_path / "events.jsonl") as demo:
