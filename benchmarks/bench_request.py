@@ -13,31 +13,17 @@ result and a new observation with a ~1.5 MB base64 screenshot; 2 screenshots and
 kept. Base64 encoding is done beforehand for every variant (it is the same work everywhere).
 The ``History`` body is checked byte-identical to ``orjson full``.
 
-Why ``orjson full`` and ``History`` trade places from one measurement to the next (README
-once said 0.44 vs 0.41 ms, a later run 0.28 vs 0.50 ms): at a 3 MB body both do about one
-pass over the bytes (orjson scans and copies the two base64 strings; History joins its
-cached parts), so what decides their time is whether the allocator hands out memory that
-was touched before or fresh pages: a fresh 3 MB body costs ~735 minor page faults, more
-than the copy itself. glibc serves an allocation above its (dynamic) mmap threshold with
-a new mapping; the threshold rises to the size of the last mapped block freed, and a
-growing conversation makes every body a little larger than the last, so History's one
-exact-size allocation per turn keeps getting fresh pages, while orjson's output buffer,
-grown step by step, lands in heap memory reused from the previous turn once the threshold
-has risen. Which state a run is in depended on what ran before in the process, so each
-variant now runs in a process of its own (best of ``--repeat`` runs, which reaches the
-allocator's steady state) and the table prints that run's minor page faults per turn next
-to its time. In that steady state plain ``orjson.dumps`` is the faster of the two at this
-body size: History also turns each new screenshot's data URL into a ``str`` for its
-message dict and checks a ready-made data URL for characters JSON would escape, two more
-passes over 1.5 MB per turn. (The seed's ``json.dumps`` is 15-20x slower either way.)
-
-Part 2 — prompt-cache friendliness of ``prune_chunk`` 1 / 2 / 4: llama.cpp's server and LM
-Studio reuse the longest common prefix of consecutive prompts; everything after the first
-changed byte is processed again, images included (the vision encoder runs once more per
-image). For consecutive requests we count: turns whose request extends the previous one
-unchanged, average common-prefix bytes, and an estimate of tokens to (re)process per turn
-(text: 4 bytes per token; an image at 1536x864 is 1296 tokens for Qwen3-VL: 32x32 px per
-token after the 2x2 merge).
+Part 2 — what the server must prefill, per history policy (``--policies``): a scripted
+30-turn run of the real agent (loop, history, run log; the local test server; the
+simulated desktop at 1536x864, the screen changing every turn so every turn sends an
+image; each reply has a ``<think>`` block). llama.cpp's server, LM Studio and vLLM reuse
+the longest common prefix of consecutive prompts; everything after the first changed
+message is processed again, images included (the vision encoder runs once more per
+image). The run summary's ``prefill`` (``deskpilot.agent._history.Prefill``) gives per
+turn: images and their tokens (Qwen3-VL: one token per 32x32 px, 1296 per 1536x864
+image), text tokens (4 bytes per token) and the most images in context. Seconds per turn
+are at a stated prefill speed (``--prefill-tps``, default 1000 tokens/s, a laptop GPU
+for an 8B VL model).
 
 Part 3 — the request's round trip to a local server (``--server``): deskpilot's test server
 (``deskpilot.testing.ModelServer``: asyncio ``BufferedProtocol``, validation on) against a
@@ -45,14 +31,14 @@ minimal Starlette + uvicorn app that only parses the JSON and answers, with a sm
 and a turn-sized request (2 screenshots, ~3 MB), through one keep-alive ``ChatClient``. Plus
 base64 of one screenshot: stdlib vs pybase64.
 
-Run: ``.venv/bin/python benchmarks/bench_request.py [--turns 20] [--repeat 5] [--server]``, or
+Run: ``.venv/bin/python benchmarks/bench_request.py [--turns 20] [--repeat 5] [--server]
+[--policies] [--only-policies] [--policy-turns 30] [--prefill-tps 1000]``, or
 ``./dev bench -k request`` (parts 1 and 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import random
@@ -167,64 +153,52 @@ def run_history(url_bytes: list[bytes], *, prune_chunk: int = 1) -> tuple[list[f
     return times, bodies
 
 
-def common_prefix(a: bytes, b: bytes) -> int:
-    # Binary search on slice equality: C-speed memcmp instead of a Python loop over MBs.
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+#: (keep_last_screenshots, prune_chunk) pairs; (2, 1) is the seeds' keep-last-2.
+POLICIES: tuple[tuple[int, int], ...] = ((2, 1), (1, 1), (3, 1), (2, 2), (2, 3), (2, 4))
 
 
-def tokens_after(body: bytes, start: int) -> tuple[int, int]:
-    """(estimated tokens, images) in ``body[start:]``; an image counts from its data URL."""
-    tail = body[start:]
-    images = tail.count(b"data:image/png;base64,")
-    # If the divergence is inside an image's base64, that image is re-encoded as well.
-    open_url = body.rfind(b"data:image/png;base64,", 0, start)
-    if open_url >= 0 and body.find(b'"', open_url) >= start:
-        images += 1
-    text_bytes = len(tail)
-    pos = 0
-    while True:
-        i = tail.find(b";base64,", pos)
-        if i < 0:
-            break
-        j = tail.find(b'"', i)
-        text_bytes -= j - i
-        pos = j
-    return text_bytes // 4 + images * IMAGE_TOKENS, images
+def policy_run(keep: int, chunk: int, turns: int) -> dict[str, Any]:
+    """One scripted run of the real agent under a history policy; its ``summary.prefill``."""
+    import tempfile
+
+    from deskpilot.agent import load_config, run_agent
+    from deskpilot.agent._simulated import SimulatedDesktop
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+    script: list[Any] = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 583]})])]
+    for turn in range(1, turns):
+        script.append(Reply(content=f"<think>Step {turn}: the field shows what I typed; "
+                                    + "I check it against the task. " * 8 + "</think>Typing more.",
+                            tool_calls=[("type_text", {"text": f"{turn % 10}"})]))
+    script.append("Done.")
+    desk = SimulatedDesktop(image_size=(1536, 864))
+    with tempfile.TemporaryDirectory(prefix="deskpilot-bench-prefill-") as tmp, \
+            ModelServer(ScriptedPolicy(script), validate=False, keep_images=0) as server:
+        cfg = load_config(
+            flags={"model.endpoint": server.endpoint, "run.runs_dir": tmp, "agent.max_steps": turns + 2,
+                   "screen.image_width": 1536, "screen.image_height": 864,
+                   "history.keep_last_screenshots": keep, "history.prune_chunk": chunk,
+                   "run.save_screenshots": False},
+            env={},
+            search_default=False,
+        )
+        result = run_agent(cfg, "Type the digits into the field.", screen_factory=lambda: desk,
+                           hands_factory=lambda: desk, handle_signals=False)
+    if result.outcome != "answered":
+        raise RuntimeError(f"policy run ended {result.outcome}: {result.error}")
+    prefill: dict[str, Any] = result.summary["prefill"]
+    if result.summary["totals"]["images_sent"] < turns:
+        raise RuntimeError("the screen did not change every turn: the run would not send an image per turn")
+    return prefill
 
 
-def prefix_table(url_bytes: list[bytes]) -> list[dict[str, Any]]:
+def policy_table(turns: int, tps: float) -> list[dict[str, Any]]:
     rows = []
-    for chunk in (1, 2, 4):
-        _, bodies = run_history(url_bytes, prune_chunk=chunk)
-        extends = 0
-        prefixes, tokens, images_redone, images_sent, prompt_tokens = [], [], [], [], []
-        for prev, cur in itertools.pairwise(bodies):
-            cut = prev.index(b'],"tools"')  # end of the previous messages array
-            extends += cur.startswith(prev[:cut])
-            n = common_prefix(prev, cur)
-            prefixes.append(n)
-            t, imgs = tokens_after(cur, n)
-            tokens.append(t)
-            images_redone.append(imgs)
-            images_sent.append(cur.count(b"data:image/png;base64,"))
-            prompt_tokens.append(tokens_after(cur, 0)[0])
-        rows.append({
-            "prune_chunk": chunk,
-            "turns": len(bodies) - 1,
-            "unchanged_prefix_turns": extends,
-            "avg_common_prefix_kb": statistics.mean(prefixes) / 1024,
-            "avg_images_sent": statistics.mean(images_sent),
-            "avg_images_reencoded": statistics.mean(images_redone),
-            "avg_prompt_tokens": statistics.mean(prompt_tokens),
-            "avg_tokens_to_process": statistics.mean(tokens),
-        })
+    for keep, chunk in POLICIES:
+        pf = policy_run(keep, chunk, turns)
+        tokens = pf["image_tokens_per_turn"] + pf["text_tokens_per_turn"]
+        rows.append({"keep": keep, "chunk": chunk, "bound": keep + chunk - 1, **pf,
+                     "tokens_per_turn": tokens, "seconds_per_turn": tokens / tps})
     return rows
 
 
@@ -372,14 +346,6 @@ def run(turns: int = 20, repeat: int = 5) -> tuple[list[str], dict[str, float]]:
     lines.append(f"\n(each variant in its own process; best of {repeat} runs and that run's page faults)")
     lines.append(f"body per turn: ~{size / 1e6:.2f} MB; History bytes == orjson bytes: yes (sha256 of the last body)\n")
 
-    rows = prefix_table(url_bytes)
-    header = ("prune_chunk", "unchanged", "prefix KB", "imgs sent", "imgs re-enc", "prompt tok", "tok to do")
-    lines.append("prompt-cache effect (consecutive requests, keep 2 screenshots, keep 2 thinks):")
-    lines.append("".join(f"{h:>12}" for h in header))
-    for r in rows:
-        lines.append(f"{r['prune_chunk']:>12}{r['unchanged_prefix_turns']:>9}/{r['turns']:<2}"
-                     f"{r['avg_common_prefix_kb']:>12.0f}{r['avg_images_sent']:>12.2f}{r['avg_images_reencoded']:>12.2f}"
-                     f"{r['avg_prompt_tokens']:>12.0f}{r['avg_tokens_to_process']:>12.0f}")
     figures = {f"{name} ms": value * 1e3 for name, value in results.items()}
     figures.update({f"{name} faults/turn": value for name, value in faults.items()})
     return lines, figures
@@ -431,8 +397,37 @@ try:
         benchmark.extra_info.update(result["figures"])
         with capsys.disabled():
             print("\n" + "\n".join(result["lines"]))
+
+    @pytest.mark.benchmark(group="request")
+    def test_prefill_by_history_policy(benchmark: Any, capsys: Any) -> None:
+        result: dict[str, list[dict[str, Any]]] = {}
+
+        def once() -> None:
+            result["rows"] = policy_table(30, 1000.0)
+
+        benchmark.pedantic(once, rounds=1, iterations=1)
+        for r in result["rows"]:
+            benchmark.extra_info[f"keep{r['keep']}_chunk{r['chunk']}_images_per_turn"] = r["images_per_turn"]
+        with capsys.disabled():
+            print()
+            for r in result["rows"]:
+                print(f"keep {r['keep']} chunk {r['chunk']}: {r['images_per_turn']:.2f} image prefills per turn, "
+                      f"{r['tokens_per_turn']:.0f} tokens, at most {r['max_images_in_context']} images")
 except ImportError:  # pragma: no cover - running as a script without pytest
     pass
+
+
+def print_policies(turns: int, tps: float) -> None:
+    rows = policy_table(turns, tps)
+    base = rows[0]
+    print(f"prefill per turn, scripted {turns}-turn run, 1536x864 images (Qwen3-VL 1296 tokens each), "
+          f"at {tps:.0f} prefill tokens/s:")
+    header = ("keep", "chunk", "max imgs", "img prefills", "img tok", "text tok", "tok/turn", "s/turn", "saved s")
+    print("".join(f"{h:>13}" for h in header))
+    for r in rows:
+        print(f"{r['keep']:>13}{r['chunk']:>13}{r['max_images_in_context']:>13}{r['images_per_turn']:>13.2f}"
+              f"{r['image_tokens_per_turn']:>13.0f}{r['text_tokens_per_turn']:>13.0f}{r['tokens_per_turn']:>13.0f}"
+              f"{r['seconds_per_turn']:>13.2f}{base['seconds_per_turn'] - r['seconds_per_turn']:>13.2f}")
 
 
 def main() -> None:
@@ -441,12 +436,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--server", action="store_true", help="also time the round trip to local servers")
     parser.add_argument("--variant", choices=VARIANTS, help=argparse.SUPPRESS)  # one variant, as JSON
+    parser.add_argument("--policies", action="store_true", help="also the prefill of each history policy (part 2)")
+    parser.add_argument("--only-policies", action="store_true", help="part 2 only")
+    parser.add_argument("--policy-turns", type=int, default=30)
+    parser.add_argument("--prefill-tps", type=float, default=1000.0, help="prefill speed for the seconds column")
     args = parser.parse_args()
     if args.variant:
         print(json.dumps(run_variant(args.variant, args.turns, args.repeat)))
         return
+    if args.only_policies:
+        print_policies(args.policy_turns, args.prefill_tps)
+        return
     lines, _ = run(args.turns, args.repeat)
     print("\n".join(lines))
+    if args.policies:
+        print_policies(args.policy_turns, args.prefill_tps)
     if args.server:
         pngs = [fake_png(i) for i in range(args.turns)]
         server_table([png_data_url(p) for p in pngs], max(1, args.repeat // 2))

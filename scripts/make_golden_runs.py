@@ -62,7 +62,9 @@ def single_seed000() -> tuple[list[Any], dict[str, Any], SimulatedDesktop, str]:
         Reply(tool_calls=[("observe_screen", {})]),
         Reply(content=_thought("Submitted: the bar is green.") + "Done: typed and submitted."),
     ]
-    flags = {**SMALL, "agent.max_steps": 12, "history.keep_last_screenshots": 2, "history.keep_last_thinks": 1}
+    # Pinned to the seeds' keep-last-N pruning (prune_chunk 1), which this run covers.
+    flags = {**SMALL, "agent.max_steps": 12, "history.keep_last_screenshots": 2, "history.keep_last_thinks": 1,
+             "history.prune_chunk": 1}
     return script, flags, SimulatedDesktop(image_size=(384, 216)), "Click the target, type héllo ✓ and submit it."
 
 

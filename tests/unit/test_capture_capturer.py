@@ -353,3 +353,71 @@ def test_a_cursor_that_cannot_be_read_costs_the_cursor_not_the_frame() -> None:
         assert third.cursor == (100, 50)
         assert not np.array_equal(third.rgb, plain)
         assert cap.read_cursor() is not None
+
+
+def test_probe_pixels_make_the_frame_grab_would_make_without_a_second_grab() -> None:
+    backend = FakeBackend(cursor_at=(100, 50))
+    with Capturer(backend, region=(80, 30, 96, 64)) as cap:
+        digest, bgra, cursor = cap.probe()
+        assert digest == cap.digest()  # the digest of the raw pixels, no cursor in it
+        grabs = len(backend.grabs)
+        frame = cap.frame_from(bgra, cursor, size=(48, 32))
+        assert len(backend.grabs) == grabs  # no grab: the probe's pixels were used
+        expected = cap.grab(size=(48, 32))
+    assert np.array_equal(frame.rgb, expected.rgb)
+    assert frame.cursor == expected.cursor == (100, 50) and frame.mapping == expected.mapping
+    with Capturer(FakeBackend(), region=(0, 0, 10, 10)) as cap, pytest.raises(CaptureError, match="not the 10x10"):
+        cap.frame_from(desktop_pixels(Rect(0, 0, 12, 10)), None)
+
+
+def test_screen_grab_probed_uses_the_probe_and_keys_shots_without_digesting_them_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deskpilot.agent._screen import CapturerScreen
+
+    backend = FakeBackend(cursor_at=(100, 50))
+    monkeypatch.setattr("deskpilot.capture._capturer.make_backend", lambda name, cursor=True: backend)
+    screen = CapturerScreen(size=(96, 54), cursor=True)
+    try:
+        digests = []
+        real = imaging.frame_digest
+
+        def counting(pixels: npt.NDArray[np.uint8]) -> int:
+            digests.append(pixels.shape)
+            return int(real(pixels))
+
+        monkeypatch.setattr(imaging, "frame_digest", counting)
+
+        def keyed() -> tuple[int, object]:
+            digests.clear()
+            probe = screen.probe()
+            grabs = len(backend.grabs)
+            shot = screen.grab_probed(pixel_digest=False)
+            assert len(backend.grabs) == grabs and len(digests) == 1  # one grab, one digest pass
+            assert not shot.pixel_digest
+            return shot.digest, (probe, shot.rgb.copy())
+
+        first, (probe, pixels) = keyed()
+        assert probe[1] == (100, 50)
+        again, _ = keyed()
+        assert again == first  # same screen, same key
+        backend.cursor_at = (120, 60)  # only the pointer moved: a different image, a different key
+        moved, _ = keyed()
+        assert moved != first
+        backend.shift = 1
+        assert keyed()[0] not in (first, moved)
+        # By default the shot is keyed by its pixels, as a fresh grab is.
+        backend.cursor_at, backend.shift = (100, 50), 0
+        screen.probe()
+        shot = screen.grab_probed()
+        fresh = screen.grab()
+        assert shot.pixel_digest and shot.digest == fresh.digest == real(fresh.rgb)
+        assert np.array_equal(shot.rgb, pixels)
+        # Used once: a second grab_probed grabs afresh.
+        screen.probe()
+        screen.grab_probed()
+        before = len(backend.grabs)
+        screen.grab_probed()
+        assert len(backend.grabs) == before + 1
+    finally:
+        screen.close()

@@ -206,3 +206,87 @@ def test_pruning_is_applied_lazily_but_visible_in_every_view():
     h.add_observation(png(2))
     assert h.stats().images_live == 1
     assert sum(isinstance(m["content"], list) and m["content"][1]["type"] == "image_url" for m in h.messages) == 1
+
+
+# -- prefill accounting ------------------------------------------------------------------
+
+
+def _turns(history: History, turns: int, *, size: tuple[int, int] | None = (1536, 864)) -> list:
+    """One request per turn (observation, request, answer, tool result); the prefills."""
+    out = []
+    for i in range(turns):
+        history.add_observation(png(i), text=f"screen {i}", size=size)
+        history.build_request(model="m")
+        out.append(history.last_prefill)
+        history.add_assistant(assistant(i))
+        history.add_tool_result(f"c{i}", {"ok": True, "i": i}, name="press_key")
+    return out
+
+
+def test_image_token_rule_is_qwens_32px_per_token_and_unknown_elsewhere() -> None:
+    from deskpilot.agent._history import image_token_rule
+
+    rule = image_token_rule("qwen3-vl-8b-instruct")
+    assert rule is not None and rule(1536, 864) == 48 * 27 == 1296 and rule(1344, 756) == 42 * 24
+    assert image_token_rule("Qwen/Qwen3-VL-30B-A3B") is not None
+    assert image_token_rule("gpt-4o") is None and image_token_rule("llava-1.6") is None
+
+
+def test_prefill_of_the_first_request_is_everything_then_only_what_changed() -> None:
+    from deskpilot.agent._history import image_token_rule
+
+    h = History("system prompt", tools=TOOLS, keep_last_screenshots=None, keep_last_thinks=None)
+    h.image_tokens = image_token_rule("qwen3-vl")
+    h.add_task("do it")
+    first, second, third = _turns(h, 3)
+    assert first.reused_messages == 0 and first.images == 1 and first.image_tokens == 1296
+    # Nothing pruned: each request extends the last, only the new messages are prefilled.
+    assert (second.messages, second.reused_messages, second.images, second.image_tokens) == (6, 3, 1, 1296)
+    assert third.reused_messages == second.messages and third.images_in_context == 3
+    assert 0 < third.text_tokens < first.text_tokens  # the system prompt and tools are not redone
+    assert third.tokens == third.image_tokens + third.text_tokens
+
+
+@pytest.mark.parametrize(
+    ("chunk", "pattern"),
+    [
+        # keep 2: chunk 1 edits an early image every turn (2 images redone); chunk K
+        # edits once every K turns (2 redone), extending the prompt in between (1 redone):
+        # (K + 1) / K image prefills per turn.
+        (1, [2, 2, 2, 2, 2, 2]),
+        (2, [1, 2, 1, 2, 1, 2]),
+        (3, [2, 1, 1, 2, 1, 1]),
+    ],
+)
+def test_prune_chunk_sets_the_images_prefilled_per_turn(chunk: int, pattern: list[int]) -> None:
+    h = History("sys", tools=TOOLS, keep_last_screenshots=2, keep_last_thinks=2, prune_chunk=chunk)
+    prefills = _turns(h, 10)
+    assert [p.images for p in prefills[4:]] == pattern
+    assert max(p.images_in_context for p in prefills) == 2 + chunk - 1  # the bound: keep + chunk - 1
+
+
+def test_changed_tools_share_nothing_and_unknown_rules_count_images_only() -> None:
+    h = History("sys", tools=TOOLS)
+    _turns(h, 2)
+    h.set_tools(TOOLS[:1])  # rendered into the system prompt by chat templates
+    h.add_observation(png(9), text="screen 9", size=(1536, 864))
+    h.build_request(model="m")
+    p = h.last_prefill
+    assert p is not None and p.reused_messages == 0 and p.images == p.images_in_context
+    assert p.image_tokens is None and p.tokens is None  # no rule set: images are counted, not tokens
+
+
+def test_prefill_reads_the_image_size_from_the_png_header() -> None:
+    import numpy as np
+
+    from deskpilot import imaging
+    from deskpilot.agent._history import image_token_rule
+
+    h = History("sys")
+    h.image_tokens = image_token_rule("qwen3-vl")
+    h.add_observation(imaging.encode_png(np.zeros((96, 128, 3), np.uint8)))
+    h.build_request(model="m")
+    assert h.last_prefill is not None and h.last_prefill.image_tokens == 4 * 3
+    h.add_observation(png(1))  # not a real PNG: size unknown, so the tokens are unknown
+    h.build_request(model="m")
+    assert h.last_prefill is not None and h.last_prefill.images == 1 and h.last_prefill.image_tokens is None

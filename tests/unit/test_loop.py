@@ -336,3 +336,104 @@ def test_a_failing_first_grab_still_releases_and_closes_the_hands(tmp_path: Path
     assert [e["action"] for e in hands.events] == ["release_all", "close"]
     assert hands.closed == 1
     assert set(_input_threads()) - before == set()  # the input thread was shut down
+
+
+def test_prefill_per_turn_in_the_records_and_the_summary(tmp_path: Path) -> None:
+    # The screen changes every turn (typing), so every turn sends an image.
+    script = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 583]})])]
+    script += [Reply(tool_calls=[("type_text", {"text": str(i)})]) for i in range(7)] + ["Done."]
+    result, _, _ = run(tmp_path, ScriptedPolicy(script), flags={
+        "model.model": "qwen3-vl-8b-instruct", "history.keep_last_screenshots": 2})  # default prune_chunk (3)
+    assert result.outcome == "answered"
+    turns = check_run_dir(result)
+    prefills = [t["request"]["prefill"] for t in turns if "request" in t]
+    assert len(prefills) == result.steps
+    assert prefills[0]["reused_messages"] == 0
+    # The simulated desktop's 768x432 images: Qwen3-VL resizes to 768x448, 24 x 14 tokens.
+    assert all(p["image_tokens"] == p["images"] * 24 * 14 for p in prefills)
+    assert [p["images"] for p in prefills[1:]] == [1, 1, 1, 2, 1, 1, 2, 1]  # one edit every 3 turns
+    summary = result.summary["prefill"]
+    assert summary["requests"] == result.steps and summary["max_images_in_context"] == 4
+    assert summary["images_per_turn"] == round(10 / 8, 3) and summary["image_tokens_per_turn"] == round(10 * 336 / 8, 1)
+
+
+def test_streamed_call_runs_before_the_trailing_text_arrives(tmp_path: Path) -> None:
+    """A server that streams a tool call and then more text: the action runs while the
+    text is still to come. The server sends the trailing text only once the simulated
+    desktop has received the click (an ordering, not a timing): acting at the end of
+    the reply would leave it waiting until its 10 s guard."""
+    import asyncio
+    import threading
+
+    clicked = threading.Event()
+    sent_after_click: list[bool] = []
+
+    class Desk(SimulatedDesktop):
+        def click(self, *a: Any, **k: Any) -> None:
+            clicked.set()
+            super().click(*a, **k)
+
+    def sse(writer: asyncio.StreamWriter, delta: dict[str, Any], finish: str | None = None) -> None:
+        data = b"data: " + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + b"\n\n"
+        writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        requests = 0
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length:"))
+                await reader.readexactly(length)
+                requests += 1
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+                if requests == 1:
+                    sse(writer, {"role": "assistant", "content": ""})
+                    sse(writer, {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
+                        "name": "click_element", "arguments": '{"label": "target", "box": [500, 412]}'}}]})
+                    await writer.drain()
+                    sent_after_click.append(await asyncio.to_thread(clicked.wait, 10.0))
+                    sse(writer, {"content": " I clicked the target and will check the result."}, None)
+                    sse(writer, {}, "tool_calls")
+                else:
+                    sse(writer, {"role": "assistant", "content": "Done."}, "stop")
+                done = b"data: [DONE]\n\n"
+                writer.write(f"{len(done):x}\r\n".encode() + done + b"\r\n0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
+    port = server.sockets[0].getsockname()[1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        desk = Desk()
+        cfg = load_config(flags={"model.endpoint": f"http://127.0.0.1:{port}/v1/chat/completions",
+                                 "model.stream": True, "run.runs_dir": str(tmp_path / "runs")},
+                          env={}, search_default=False)
+        result = run_agent(cfg, "click", screen_factory=lambda: desk, hands_factory=lambda: desk,
+                           handle_signals=False)
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        server.close()
+    assert result.outcome == "answered", result.error
+    assert sent_after_click == [True]  # the click came before the trailing text was sent
+    turns = check_run_dir(result)
+    assert turns[1]["action_started_early"] is True and desk.target_clicks
+    assert turns[1]["model"]["content"].strip().startswith("I clicked the target")
+
+
+def test_settle_signal_is_polling_without_an_x_server_and_damage_on_demand_is_an_error(tmp_path: Path) -> None:
+    script = [Reply(tool_calls=[("click_element", {"label": "t", "box": [500, 412]})]), "Done."]
+    result, _, _ = run(tmp_path, ScriptedPolicy(script))
+    assert result.outcome == "answered" and result.summary["settle_signal"] == "poll"
+    turns = check_run_dir(result)
+    assert "damage" not in turns[1]["settle"]  # settled by polling probes
+    result, _, _ = run(tmp_path, ScriptedPolicy(list(script)), flags={"agent.settle_signal": "damage"})
+    assert result.outcome == "error" and "settle_signal = damage needs an X11 display" in (result.error or "")

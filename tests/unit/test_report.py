@@ -160,6 +160,7 @@ def test_report_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(["report", str(run)]) == 0
     out = capsys.readouterr().out
     assert (run / "report.html").is_file() and "report.html" in out and "8 turns" in out and "answered" in out
+    assert "prefill per turn:" in out and "images in context" in out
     assert main(["report", str(run), "--out", str(tmp_path / "x.html"), "--link"]) == 0
     assert "data:image/png" not in (tmp_path / "x.html").read_text(encoding="utf-8")
     assert main(["report", str(tmp_path / "nothing")]) == 1
@@ -179,3 +180,19 @@ def test_a_failed_runs_text_is_not_shown_as_an_answer(tmp_path: Path) -> None:
     assert box is not None and box.group(1) == "final failed"
     assert "the run ended error, this is not an answer" in box.group(2)
     assert "I could not find the button." in page
+
+
+def test_prefill_column_per_request_and_per_turn_averages(tmp_path: Path) -> None:
+    page = render_report(GOLDEN / "single_seed000")
+    data = build_report_data(load_recording(GOLDEN / "single_seed000"))
+    recorded = [t.request["prefill"] for t in data.turns if t.request]
+    assert recorded and all({"images", "reused_messages", "text_tokens", "images_in_context"} <= set(p) for p in recorded)
+    assert 'id="prefill"' in page and page.count("<tr><td><a href=\"#turn-") == len(recorded)
+    assert data.prefill is not None and data.prefill["max_images_in_context"] == 2  # keep-last-2, chunk 1
+    # A crashed run has no summary: the same figures come from the turn records.
+    shutil.copytree(GOLDEN / "single_seed000", tmp_path / "run")
+    (tmp_path / "run" / "summary.json").unlink()
+    partial = build_report_data(load_recording(tmp_path / "run"))
+    assert partial.prefill is not None
+    assert partial.prefill["images_per_turn"] == data.prefill["images_per_turn"]
+    assert partial.prefill["max_images_in_context"] == 2

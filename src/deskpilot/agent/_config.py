@@ -146,10 +146,12 @@ class HistorySettings:
     keep_last_screenshots: int = setting(2, env="AGENT_KEEP_LAST_SCREENSHOTS", minimum=1)
     keep_last_thinks: int = setting(2, env="AGENT_KEEP_LAST_THINKS", minimum=0)
     prune_chunk: int = setting(
-        1,
+        3,
         env="AGENT_PRUNE_CHUNK",
         minimum=1,
-        help="prune images in chunks of N so the request prefix stays stable for prompt caches",
+        help="prune images in chunks of N so the request prefix stays stable for prompt caches: "
+        "with keep 2, chunk 3 prefills 1.3 images per turn (chunk 1, the seeds' keep-last-N: 2.0) and "
+        "holds at most keep + chunk - 1 = 4 images (benchmarks/bench_request.py --only-policies)",
     )
 
 
@@ -177,7 +179,19 @@ class LoopSettings:
     settle: str = setting("adaptive", env="AGENT_SETTLE", choices=("adaptive", "fixed", "none"))
     settle_min: float = setting(0.0, env="AGENT_SETTLE_MIN", minimum=0.0)
     settle_max: float = setting(1.5, env="AGENT_SETTLE_MAX", minimum=0.0)
-    settle_poll: float = setting(0.01, env="AGENT_SETTLE_POLL", minimum=0.0)
+    settle_poll: float = setting(
+        0.01,
+        env="AGENT_SETTLE_POLL",
+        minimum=0.0,
+        help="probe period of the polling settle, and the quiet interval (no drawing) of the DAMAGE settle",
+    )
+    settle_signal: str = setting(
+        "auto",
+        env="AGENT_SETTLE_SIGNAL",
+        choices=("auto", "damage", "poll"),
+        help="adaptive settle on X11 DAMAGE (quiet for settle_poll) where the server has it (auto), "
+        "always (damage: an error without it) or by polling probes (poll)",
+    )
     one_tool_call: bool = setting(True, env="AGENT_ONE_TOOL_CALL", help="reject extra calls per step")
     observe_after_action: bool = setting(
         True,

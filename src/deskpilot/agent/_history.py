@@ -19,12 +19,16 @@ requests; every edit early in the prompt forces them to re-process everything af
 images included (the vision encoder runs again for each). Image and think pruning are
 decided together, once per request, so they change the prompt in the same turn.
 
-Measured by ``benchmarks/bench_request.py`` (20 turns, keep 2 screenshots and 2 thinks,
-Qwen3-VL image = 1296 tokens): requests that extend the previous one unchanged, images
-the server must encode again per turn, and estimated tokens to process per turn —
-chunk 1: 1/19, 1.95 images, 3832 tokens; chunk 2: 10/19, 1.47, 3116 (-19 %); chunk 4:
-15/19, 1.21, 2706 (-29 %). The price: more images per prompt on average (2.0 / 2.5 /
-3.4), so a longer context. Default 1 (the seeds' behaviour).
+Prefill accounting: each :meth:`History.build_request` compares its messages with the
+previous request's and records in :attr:`History.last_prefill` (a :class:`Prefill`) what a
+prefix-caching server must process anew: the messages after the common prefix, the images
+among them and their tokens (:func:`image_token_rule`: Qwen3-VL one token per 32x32 px;
+other models the image count), the text at :data:`TEXT_BYTES_PER_TOKEN`. With keep 2,
+chunk K prefills (K + 1) / K images per turn at steady state and holds at most K + 1
+images: chunk 1 (the seeds' keep-last-N) 2.0, chunk 3 1.33 with 4 images at most.
+``benchmarks/bench_request.py --only-policies`` measures a scripted 30-turn run of the
+agent per policy. The class default is 1 (the seeds' behaviour); the agent's
+``history.prune_chunk`` defaults to 3.
 
 Speed: every message is serialized once (orjson) and its bytes kept;
 :meth:`History.build_request` only joins cached parts, so a turn serializes just its new
@@ -46,7 +50,20 @@ import orjson
 
 from deskpilot.agent._toolcalls import strip_think
 
-__all__ = ["B64_BACKEND", "History", "HistoryStats", "b64encode", "png_data_url"]
+__all__ = [
+    "B64_BACKEND",
+    "TEXT_BYTES_PER_TOKEN",
+    "History",
+    "HistoryStats",
+    "Prefill",
+    "b64encode",
+    "image_token_rule",
+    "png_data_url",
+]
+
+#: Bytes of serialized message JSON per token, for the text part of a prefill estimate
+#: (BPE tokenizers average 3-4.5 bytes per token on English and JSON).
+TEXT_BYTES_PER_TOKEN = 4
 
 try:  # SIMD base64: ~0.06 ms per 1.1 MB screenshot where the stdlib takes ~2-3 ms
     import pybase64 as _pybase64
@@ -67,6 +84,54 @@ def png_data_url(png: bytes) -> bytes:
     return b"data:image/png;base64," + b64encode(png)
 
 
+def image_token_rule(model: str) -> Callable[[int, int], int] | None:
+    """Tokens one image of ``w x h`` pixels costs the model, when its rule is known.
+
+    Qwen3-VL (and Qwen2.5-VL): 16-px patches merged 2x2, so one token per 32x32 pixels of
+    the image resized to multiples of 32 (1536x864: 48x27 = 1296 tokens). Other models:
+    None (prefill accounting then counts images, not their tokens)."""
+    name = model.lower().replace("_", "-")
+    if "qwen3-vl" in name or "qwen3vl" in name or "qwen2.5-vl" in name or "qwen2-5-vl" in name:
+        return lambda w, h: max(1, round(w / 32)) * max(1, round(h / 32))
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Prefill:
+    """What a server with a prefix cache (llama.cpp, LM Studio, vLLM) must process anew
+    for one request: everything after the longest run of messages it shares with the
+    previous request (a change of the tools schema, rendered into the system prompt by
+    chat templates, shares nothing).
+
+    ``images``: images in that part (each runs the vision encoder and is prefilled);
+    ``image_tokens``: their tokens by :func:`image_token_rule` (None when the model's
+    rule or an image's size is unknown); ``text_tokens``: the rest, estimated at
+    :data:`TEXT_BYTES_PER_TOKEN`; ``images_in_context``: images the request carries."""
+
+    messages: int
+    reused_messages: int
+    images: int
+    image_tokens: int | None
+    text_tokens: int
+    images_in_context: int
+
+    @property
+    def tokens(self) -> int | None:
+        """All tokens to prefill (None when the image tokens are unknown)."""
+        return None if self.image_tokens is None else self.image_tokens + self.text_tokens
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "reused_messages": self.reused_messages,
+            "images": self.images,
+            "image_tokens": self.image_tokens,
+            "text_tokens": self.text_tokens,
+            "tokens": self.tokens,
+            "images_in_context": self.images_in_context,
+        }
+
+
 @dataclass(slots=True)
 class HistoryStats:
     """Counters a run log reports."""
@@ -80,7 +145,7 @@ class HistoryStats:
 
 
 class _Entry:
-    __slots__ = ("has_think", "image_digest", "image_label", "image_url", "kind", "message", "parts")
+    __slots__ = ("has_think", "image_digest", "image_label", "image_size", "image_url", "kind", "message", "parts")
 
     def __init__(self, message: dict[str, Any], data: bytes | tuple[bytes, ...], kind: str) -> None:
         self.message = message
@@ -93,6 +158,7 @@ class _Entry:
         self.image_url: bytes | None = None  # live image (None once pruned)
         self.image_label = ""
         self.image_digest: str | None = None
+        self.image_size: tuple[int, int] | None = None
 
     @property
     def data(self) -> bytes:
@@ -146,6 +212,13 @@ class History:
         self._tools: Sequence[Mapping[str, Any]] | None = None
         self._tools_bytes = b""
         self._extra_cache: dict[str, bytes] = {}
+        #: The messages' bytes and the tools' bytes of the last request built (for
+        #: :attr:`last_prefill`); bytes objects are shared, not copied.
+        self._sent: tuple[list[tuple[bytes, ...]], bytes] | None = None
+        #: Prefill accounting of the last :meth:`build_request` (None before the first).
+        self.last_prefill: Prefill | None = None
+        #: Tokens per image (``image_token_rule``), or None to count images only.
+        self.image_tokens: Callable[[int, int], int] | None = None
         if tools is not None:
             self.set_tools(tools)
         if system is not None:
@@ -192,13 +265,15 @@ class History:
         text: str = "Current screenshot.",
         label: str | None = None,
         mime: str = "image/png",
+        size: tuple[int, int] | None = None,
     ) -> dict[str, Any]:
         """A ``role=user`` message with ``text`` and one image, then prune old images.
 
         ``image``: encoded image bytes (PNG by default; base64-encoded here, once) or a
         ready ``data:`` URL (str or ASCII bytes starting with ``data:``). ``label`` names
         the image in its placeholder once pruned (default ``"turn N"``, N counting
-        observations from 1).
+        observations from 1). ``size``: the image's (width, height), for the prefill
+        accounting's image tokens (default: read from a PNG's header).
         """
         self._observations += 1
         url, trusted = _to_url_bytes(image, mime)
@@ -222,6 +297,7 @@ class History:
         entry = _Entry(message, data, "observation")
         entry.image_url = url
         entry.image_label = label if label is not None else f"turn {self._observations}"
+        entry.image_size = size if size is not None else _png_size(url)
         self._entries.append(entry)
         return message
 
@@ -373,6 +449,7 @@ class History:
                 else:
                     positions[key] = len(fields)
                     fields.append((key, encoded))
+        self.last_prefill = self._account(tools_bytes)
         parts: list[bytes] = [b"{"]
         for i, (key, encoded) in enumerate(fields):
             if i:
@@ -390,6 +467,43 @@ class History:
                 parts.append(encoded)
         parts.append(b"}")
         return b"".join(parts)
+
+    def _account(self, tools_bytes: bytes) -> Prefill:
+        """Prefill of the request being built against the last one (see :class:`Prefill`)."""
+        datas = [e.parts for e in self._entries]
+        reused = 0
+        if self._sent is not None:
+            previous, previous_tools = self._sent
+            if previous_tools is tools_bytes or previous_tools == tools_bytes:
+                for old, new in zip(previous, datas, strict=False):
+                    # Unchanged entries keep their parts tuple: identity first, then content.
+                    if old is not new and old != new:
+                        break
+                    reused += 1
+        self._sent = (datas, tools_bytes)
+        images = 0
+        text_bytes = 0
+        image_tokens: int | None = 0
+        rule = self.image_tokens
+        for entry in self._entries[reused:]:
+            text_bytes += entry.size
+            if entry.image_url is not None:
+                images += 1
+                text_bytes -= len(entry.image_url)
+                if rule is None or entry.image_size is None or image_tokens is None:
+                    image_tokens = None
+                else:
+                    image_tokens += rule(*entry.image_size)
+        if reused == 0:
+            text_bytes += len(tools_bytes)
+        return Prefill(
+            messages=len(datas),
+            reused_messages=reused,
+            images=images,
+            image_tokens=image_tokens,
+            text_tokens=-(-text_bytes // TEXT_BYTES_PER_TOKEN),
+            images_in_context=sum(1 for e in self._entries if e.image_url is not None),
+        )
 
     def _cached_value(self, key: str, value: Any) -> bytes:
         if isinstance(value, str):
@@ -470,6 +584,20 @@ def _to_url_bytes(image: bytes | str, mime: str) -> tuple[bytes, bool]:
         # The base64 alphabet and a MIME type never need JSON escaping.
         return b"data:" + mime.encode("ascii") + b";base64," + b64encode(raw), True
     raise TypeError(f"image must be encoded bytes or a data URL string, not {type(image).__name__}")
+
+
+def _png_size(url: bytes) -> tuple[int, int] | None:
+    """(width, height) from the IHDR chunk of a base64 PNG data URL, or None."""
+    _, sep, payload = url.partition(b";base64,")
+    if not sep:
+        return None
+    try:
+        head = base64.b64decode(payload[:32])  # 24 bytes: signature, IHDR length/type, w, h
+    except ValueError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
 
 
 def _json_safe_ascii(url: bytes) -> bool:

@@ -6,12 +6,15 @@ implementation of the hard parts:
 
 ``Session.ask(history, ...)``
     closes the previous turn (its record goes to ``turns.jsonl``), sends the request
-    spliced from the history's cached bytes and times the model wait. Raises
+    spliced from the history's cached bytes (``request.prefill``: what a prefix cache
+    cannot reuse of it) and times the model wait. Raises
     :class:`StepLimit` when ``max_steps`` requests were made.
 ``Session.act(turn, call, tools)``
-    runs one tool call on the input thread, then settles adaptively, compares the
-    settled frame with the one before the action (``changed`` / ``changed_region``)
-    and warns after repeated actions without visible effect.
+    runs one tool call on the input thread, then settles adaptively (on X11 DAMAGE
+    notifications where the server has them, :func:`._settle.settle_on_damage`; by
+    polling probes elsewhere), compares the settled frame with the one before the
+    action (``changed`` / ``changed_region``) and warns after repeated actions without
+    visible effect. The settled probe's pixels are the next image: no second grab.
 ``Session.observe(turn, ...)``
     the image for the model: the settled frame of the last action when there is one
     (no second capture), a fresh settled capture otherwise, or a native-resolution
@@ -51,6 +54,7 @@ import httpx
 
 from deskpilot import imaging
 from deskpilot._errors import (
+    ConfigError,
     DeskpilotError,
     ModelHTTPError,
     ModelStreamError,
@@ -61,12 +65,24 @@ from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._exchange_log import ExchangeLog
-from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent._history import (
+    TEXT_BYTES_PER_TOKEN,
+    History,
+    Prefill,
+    image_token_rule,
+    png_data_url,
+)
 from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._servers import ServerProfile
-from deskpilot.agent._settle import SettlePolicy, settle
+from deskpilot.agent._settle import (
+    DamageSource,
+    SettlePolicy,
+    SettleResult,
+    settle,
+    settle_on_damage,
+)
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import (
@@ -197,6 +213,9 @@ class _Encoded:
     png: bytes
     data_url: bytes
     screenshot: str | None
+    #: The digest of the image's pixels for the record (``observation.digest``, which a
+    #: replay recomputes from the saved screenshots).
+    pixels: int = 0
 
 
 class _ThreadBound:
@@ -256,6 +275,11 @@ class Session:
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(loop.no_effect_repeats)
+        #: Drawing notifications to settle on (X11 DAMAGE), or None to poll.
+        self.damage: DamageSource | None = None
+        #: What the adaptive settle waits on: "damage", or "poll" (with the reason when
+        #: DAMAGE was wanted but could not be had).
+        self.settle_signal = "poll"
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
@@ -280,6 +304,39 @@ class Session:
         self.last_content = ""
         #: What this run's server wants in a request (``--server``; learns from 400s).
         self.profile = ServerProfile.for_run(config.model.server, config.model.endpoint, config.model.model)
+        #: Tokens per image for the prefill accounting (None: the model's rule is unknown).
+        self._image_tokens = image_token_rule(config.model.model)
+        #: Per request: images / image tokens / text tokens a prefix cache cannot reuse,
+        #: and images in context (see :class:`~deskpilot.agent._history.Prefill`).
+        self.prefills: list[Prefill] = []
+
+    def _count_prefill(self, prefill: Prefill) -> None:
+        self.prefills.append(prefill)
+
+    def prefill_summary(self) -> dict[str, Any] | None:
+        """``summary.prefill``: totals and per-request averages over the run."""
+        rows = self.prefills
+        if not rows:
+            return None
+        n = len(rows)
+        image_tokens = None if any(r.image_tokens is None for r in rows) else sum(r.image_tokens or 0 for r in rows)
+        text_tokens = sum(r.text_tokens for r in rows)
+        images = sum(r.images for r in rows)
+        # The first request has nothing to reuse: the per-turn figures are over the rest.
+        later = rows[1:] or rows
+        m = len(later)
+        later_image_tokens = None if image_tokens is None else sum(r.image_tokens or 0 for r in later)
+        return {
+            "requests": n,
+            "images": images,
+            "image_tokens": image_tokens,
+            "text_tokens": text_tokens,
+            "images_per_turn": round(sum(r.images for r in later) / m, 3),
+            "image_tokens_per_turn": None if later_image_tokens is None else round(later_image_tokens / m, 1),
+            "text_tokens_per_turn": round(sum(r.text_tokens for r in later) / m, 1),
+            "max_images_in_context": max(r.images_in_context for r in rows),
+            "text_bytes_per_token": TEXT_BYTES_PER_TOKEN,
+        }
 
     # ------------------------------------------------------------------ turns
     def start(self, role: str = "agent") -> Turn:
@@ -358,6 +415,8 @@ class Session:
             redaction.learn_tools(tools)  # before the exchange log records the answer
         model = self.config.model
         previous = self._pending
+        if history.image_tokens is None:
+            history.image_tokens = self._image_tokens
         profile = self.profile
         profile.apply(history)
 
@@ -381,6 +440,10 @@ class Session:
             self.close_turn(previous, request_at=request_at)
         turn = self._open(role)
         turn.record["request"] = {"messages": stats.messages, "images": stats.images_live, "bytes": len(body)}
+        prefill = history.last_prefill
+        if prefill is not None:
+            turn.record["request"]["prefill"] = prefill.as_dict()
+            self._count_prefill(prefill)
         self.totals["requests"] += 1
         self.totals["request_bytes"] += len(body)
         self.reporter.phase(turn.number, "model")
@@ -430,38 +493,99 @@ class Session:
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
         return value, value
 
+    async def _probe_prepared(self, turn: Turn) -> tuple[Probe, tuple[Probe, Shot | None]]:
+        """A probe that also makes the image from its pixels, and starts encoding it,
+        unless it shows what the last image showed: run speculatively while the damage
+        settle waits out its quiet interval, so a settled screen is ready to send when
+        the wait ends (a probe overtaken by drawing costs only idle time)."""
+        last = self.latest_full
+        grab_probed = getattr(self.screen, "grab_probed", None)
+        damage = self.damage
+
+        def look() -> tuple[Probe, Shot | None]:
+            started = time.perf_counter()
+            value = self.screen.probe()
+            if grab_probed is None or (last is not None and last.probe == value):
+                return value, None
+            if getattr(damage, "last_damage", 0.0) > started:
+                return value, None  # drawn on since: the settle looks again, the image would be wasted
+            shot: Shot = grab_probed(pixel_digest=False)  # digested in the encode worker, overlapped
+            shot.probe = value
+            return value, shot
+
+        started = time.perf_counter()
+        value, shot = await self._capture.call(look)
+        turn.timer.add("capture", (time.perf_counter() - started) * 1000)
+        if shot is not None and self.config.agent.observe_after_action:
+            self.prefetch_encode(shot)
+        return value, (value, shot)
+
     async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
         """A full-view frame of the settled screen.
 
-        With ``settle_first`` cheap probes poll the screen until two match (bounded by
-        the settle policy); otherwise one probe. When the settled probe equals the one
-        of the last full-view frame, that frame is returned as is (no grab, and its PNG
-        is already encoded). Time spent probing and grabbing counts as ``capture``, the
-        rest of the wait as ``settle``.
+        With ``settle_first`` the screen settles: on DAMAGE (:attr:`damage`) a quiet
+        interval with speculative probes that also make the image, else cheap probes
+        until two match (bounded by the settle policy); otherwise one probe. When the
+        settled probe equals the one of the last full-view frame, that frame is returned
+        as is (no grab, and its PNG is already encoded); otherwise the image is made from
+        the settled probe's pixels. Time spent probing and making the image counts as
+        ``capture`` (only as long as the wall time it took), the rest of the wait as
+        ``settle``.
         """
         self.reporter.phase(turn.number, "settle" if settle_first else "capture")
         policy = self.settle_policy if settle_first else SettlePolicy("none")
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
-        result = await settle(lambda: self._probe(turn), policy)
-        probed = turn.timer.phases.get("capture", 0.0) - before
+        damage = self.damage if settle_first and policy.mode == "adaptive" else None
+        prepared: Shot | None = None
+        if damage is not None:
+            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage)
+            if spec.damage is None:  # the watcher failed: poll from now on
+                self._close_damage()
+                self.settle_signal = "poll (the DAMAGE connection failed)"
+            result: SettleResult[Probe] = SettleResult(
+                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage
+            )
+            prepared = spec.payload[1]
+        else:
+            result = await settle(lambda: self._probe(turn), policy)
+        # Speculative probes overlap the quiet wait: only the wall time counts, once.
+        waited = (time.perf_counter() - started) * 1000
+        probed = min(turn.timer.phases.get("capture", 0.0) - before, waited)
+        if damage is not None:
+            turn.timer.phases["capture"] = before + probed
         if settle_first:
-            turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - probed))
+            turn.timer.add("settle", max(0.0, waited - probed))
             turn.record["settle"] = result.as_dict()
         key = result.payload
         last = self.latest_full
         if last is not None and last.probe == key:
             turn.record["screen_unchanged"] = True
             return last
-        with turn.timer.phase("capture"):
-            shot = await self._capture.call(self.screen.grab)
+        if prepared is not None:
+            shot = prepared
+        else:
+            # The settled probe's pixels become the image (no second grab of the screen).
+            grab = getattr(self.screen, "grab_probed", None) or self.screen.grab
+            with turn.timer.phase("capture"):
+                shot = await self._capture.call(grab)
         shot.probe = key
         self.latest_full = shot
         return shot
 
+    def _close_damage(self) -> None:
+        damage, self.damage = self.damage, None
+        closer = getattr(damage, "close", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                closer()
+
     def _encode_sync(self, shot: Shot) -> _Encoded:
         png = imaging.encode_png(shot.rgb, level=self.config.screen.png_level)
-        return _Encoded(png, png_data_url(png), None)
+        # A shot keyed by its probe (no pass over the image on the critical path) gets its
+        # pixel digest here, in the encode worker, overlapped with the settle.
+        pixels = shot.digest if shot.pixel_digest else imaging.frame_digest(shot.rgb)
+        return _Encoded(png, png_data_url(png), None, pixels)
 
     def prefetch_encode(self, shot: Shot) -> None:
         """Start encoding ``shot`` in a worker thread now (the next observe awaits it)."""
@@ -522,7 +646,7 @@ class Session:
         record: dict[str, Any] = {
             "screenshot": encoded.screenshot,
             "mapping": self.describe(shot.mapping),
-            "digest": f"{shot.digest & 0xFFFFFFFFFFFFFFFF:016x}",
+            "digest": f"{encoded.pixels & 0xFFFFFFFFFFFFFFFF:016x}",
             "reused": reused,
             "unchanged": unchanged,
             "zoomed": shot.zoomed,
@@ -644,6 +768,8 @@ class Session:
             "phases": {s.phase: s.as_dict() for s in summarize(self.timing_rows)},
             # Only when the server's answers changed the requests (keeps plain runs' summaries as they were).
             **({"server": self.profile.describe()} if self.profile.learned else {}),
+            "settle_signal": self.settle_signal,
+            "prefill": self.prefill_summary(),
             **(dict(extra) if extra else {}),
         }
 
@@ -855,6 +981,7 @@ async def run_agent_async(
             guard=guard,
             redaction=redaction,
         )
+        session.damage, session.settle_signal = _open_damage(config, screen)
         if guard is not None:
             if guard.killswitch is not None:
                 guard.killswitch.add_callback(lambda trip: _stop_threadsafe(loop, stop, trip))
@@ -927,6 +1054,8 @@ async def run_agent_async(
     except BaseException:  # cancelled from outside: no record to write, but disarm and release
         if guard is not None:
             guard.close()
+        if session is not None:
+            session._close_damage()
         raise
     if guard is not None:
         extra["safety"] = _safety_record(guard, session)
@@ -1118,6 +1247,36 @@ def _restore(replaced: list[tuple[signal.Signals, Any]]) -> None:
             signal.signal(sig, previous)
 
 
+def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
+    """The run's drawing notifications for the adaptive settle, and what it settles on.
+
+    X11 DAMAGE where the screen is captured from an X server that has it; polling
+    probes elsewhere (Windows, macOS, simulated screens), with ``settle_signal = "poll"``
+    and whenever the watcher cannot be made (``"damage"`` then is an error)."""
+    wanted = config.agent.settle_signal
+    if config.agent.settle != "adaptive" or wanted == "poll":
+        return None, "poll"
+    if not (
+        isinstance(screen, CapturerScreen)
+        and sys.platform.startswith("linux")
+        and screen.backend_name == "mss"
+        and os.environ.get("DISPLAY")
+    ):
+        if wanted == "damage":
+            raise ConfigError("agent.settle_signal = damage needs an X11 display captured with mss",
+                              where="agent.settle_signal")
+        return None, "poll"
+    from deskpilot._x11._damage import DamageWatcher
+
+    try:
+        # Only drawing on the working area counts (not a video on another monitor).
+        return DamageWatcher(area=screen.area), "damage"
+    except PlatformError as exc:
+        if wanted == "damage":
+            raise
+        return None, f"poll ({exc})"
+
+
 def _explicit(config: AgentConfig) -> set[str]:
     return {k for k, v in config.sources.items() if v != "default"}
 
@@ -1143,6 +1302,7 @@ def _finish(
 ) -> dict[str, Any]:
     if session is not None:
         session._drop_prefetch()
+        session._close_damage()
         pending = session.pending
         if pending is not None:
             if outcome in ("answered",) and "final" not in pending.record:

@@ -10,6 +10,13 @@ screen to settle (a digest of the raw pixels, no cursor, no resize, plus where t
 pointer is); :meth:`Screen.grab` makes the image the model sees. A probe equal to the
 one taken with the last image means that image is still what the screen shows, so it
 is reused without grabbing or encoding again.
+
+:class:`CapturerScreen` keeps the pixels of its last probe: ``grab_probed`` makes the
+image from them (cursor, downscale) instead of grabbing the settled screen a second
+time; with ``pixel_digest=False`` the shot's key is the probe's digest of the raw pixels
+combined with the cursor's position and shape, so the frame is digested once on the
+critical path (the DAMAGE settle digests the image for the record in the encode worker,
+while it waits).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
+from deskpilot.capture._base import CursorImage
 from deskpilot.geometry import NORM_MAX, Mapping, Rect
 
 __all__ = ["CapturerScreen", "Probe", "Screen", "Shot", "change_box", "expand_rect"]
@@ -40,11 +48,14 @@ class Shot:
 
     rgb: U8
     mapping: Mapping
-    digest: int  # of ``rgb`` (cursor drawn in): the key of its encoded PNG
+    digest: int  # of ``rgb`` (cursor drawn in), or see ``pixel_digest``: the key of its encoded PNG
     cursor: tuple[int, int] | None = None  # pointer position, physical pixels
     zoomed: bool = False
     #: The :meth:`Screen.probe` value of the screen this shot shows (set by the loop).
     probe: Probe | None = None
+    #: Whether ``digest`` is ``imaging.frame_digest(rgb)`` (False: a key made from the
+    #: probe's digest of the raw pixels and the cursor, equal only for equal images).
+    pixel_digest: bool = True
 
     @property
     def size(self) -> tuple[int, int]:
@@ -92,14 +103,29 @@ class CapturerScreen:
         self.size = size
         self.cursor = cursor
         self._capturer = Capturer(backend=backend, monitor=monitor, cursor=cursor)
+        self._probed: tuple[int, Any, CursorImage | None] | None = None
+
+    @property
+    def area(self) -> Rect:
+        """The working area: physical pixels of the virtual desktop."""
+        return self._capturer.area
+
+    @property
+    def backend_name(self) -> str:
+        """The capture backend's name (``mss``, ``gdi``)."""
+        return str(self._capturer.backend.name)
 
     def probe(self) -> Probe:
-        digest = self._capturer.digest()
-        pointer = None
-        if self.cursor:
-            image = self._capturer.read_cursor()
-            pointer = image.position if image is not None else None
-        return (digest, pointer)
+        if self._capturer.scaling != "native":
+            self._probed = None
+            pointer = None
+            if self.cursor:
+                image = self._capturer.read_cursor()
+                pointer = image.position if image is not None else None
+            return (self._capturer.digest(), pointer)
+        digest, bgra, cursor = self._capturer.probe()
+        self._probed = (digest, bgra, cursor)
+        return (digest, cursor.position if cursor is not None else None)
 
     @property
     def cursor_problem(self) -> str | None:
@@ -107,11 +133,29 @@ class CapturerScreen:
         return self._capturer.cursor_problem
 
     def grab(self) -> Shot:
+        self._probed = None
         frame = self._capturer.grab(size=self.size)
-        rgb = frame.rgb
-        return Shot(rgb, frame.mapping, imaging.frame_digest(rgb), _cursor(frame))
+        return Shot(frame.rgb, frame.mapping, imaging.frame_digest(frame.rgb), _cursor(frame))
+
+    def grab_probed(self, *, pixel_digest: bool = True) -> Shot:
+        """The image of the last :meth:`probe`'s pixels (no second grab); a fresh
+        :meth:`grab` when something else grabbed since (the pixels are used once).
+
+        ``pixel_digest=False`` keys the shot by the probe's digest and the cursor
+        instead of a pass over the image (for callers that digest it off the critical
+        path, if at all)."""
+        probed, self._probed = self._probed, None
+        if probed is None:
+            return self.grab()
+        digest, bgra, cursor = probed
+        frame = self._capturer.frame_from(bgra, cursor, size=self.size)
+        if pixel_digest:
+            return Shot(frame.rgb, frame.mapping, imaging.frame_digest(frame.rgb), _cursor(frame))
+        key = _shot_digest(digest, cursor, frame.size)
+        return Shot(frame.rgb, frame.mapping, key, _cursor(frame), pixel_digest=False)
 
     def grab_region(self, rect: Rect) -> Shot:
+        self._probed = None
         frame = self._capturer.grab()
         area: Rect = frame.area
         inside = rect.intersect(area) or area
@@ -122,6 +166,17 @@ class CapturerScreen:
 
     def close(self) -> None:
         self._capturer.close()
+
+
+def _shot_digest(raw: int, cursor: CursorImage | None, size: tuple[int, int]) -> int:
+    """The key of a shot's PNG from what made it: the raw pixels' digest (already taken
+    by the probe), the cursor drawn in (position, and shape by serial or, without one,
+    by its pixels) and the image size. Equal keys mean equal images; hashing these few
+    values replaces a second pass over the image."""
+    if cursor is None:
+        return hash((raw, size)) & 0xFFFFFFFFFFFFFFFF
+    shape: int | bytes = cursor.serial if cursor.serial else cursor.pixels.tobytes()
+    return hash((raw, size, cursor.position, cursor.hotspot, shape)) & 0xFFFFFFFFFFFFFFFF
 
 
 def _cursor(frame: Any) -> tuple[int, int] | None:

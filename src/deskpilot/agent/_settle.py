@@ -10,6 +10,15 @@ reuse that frame as the next observation instead of capturing again.
 
 ``mode="fixed"`` keeps the seeds' behaviour (sleep ``fixed_s``, then one probe) and
 ``mode="none"`` probes once without waiting.
+
+:func:`settle_on_damage` is the adaptive settle where the OS says when something was
+drawn (X11 DAMAGE, :mod:`deskpilot._x11._damage`): instead of grabbing the screen every
+``poll_s`` to see whether it still changes, it waits until no drawing has been reported
+for a quiet interval (``poll_s``, the same window two equal probes span), bounded by
+``min_s``/``max_s``. The one probe it needs is taken speculatively while it waits — at
+once, and again after each burst of damage — so when the quiet interval ends the
+settled frame is usually in hand already. A probe counts only if no damage arrived
+after it started. Polling remains the fallback (no DAMAGE, Windows, a broken watcher).
 """
 
 from __future__ import annotations
@@ -18,9 +27,9 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["SettlePolicy", "SettleResult", "settle"]
+__all__ = ["DamageSource", "SettlePolicy", "SettleResult", "settle", "settle_on_damage"]
 
 T = TypeVar("T")
 
@@ -49,11 +58,15 @@ class SettleResult(Generic[T]):
     payload: T
     digest: Hashable
     polls: int
-    stable: bool  # two consecutive probes matched (False: timed out, or fixed/none mode)
+    stable: bool  # two consecutive probes matched / a quiet interval passed (False: timed out, or fixed/none mode)
     waited_s: float
+    damage: int | None = None  # damage notifications seen (None: settled by polling)
 
     def as_dict(self) -> dict[str, object]:
-        return {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
+        out: dict[str, object] = {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
+        if self.damage is not None:
+            out["damage"] = self.damage
+        return out
 
 
 Probe = Callable[[], Awaitable[tuple[Hashable, T]]]
@@ -96,3 +109,105 @@ async def settle(probe: Probe[T], policy: SettlePolicy) -> SettleResult[T]:
         if new_digest == digest and elapsed >= policy.min_s:
             return SettleResult(new_payload, new_digest, polls, True, elapsed)
         digest, payload = new_digest, new_payload
+
+
+class DamageSource(Protocol):
+    """Drawing notifications (:class:`deskpilot._x11._damage.DamageWatcher`): ``fileno``
+    becomes readable when some arrived; ``drain`` reads them without blocking and
+    returns how many there were."""
+
+    def fileno(self) -> int: ...
+    def drain(self) -> int: ...
+
+
+async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: DamageSource) -> SettleResult[T]:
+    """Wait until ``source`` has reported no drawing for ``policy.poll_s`` (at least
+    ``min_s``, at most ``max_s`` after the call), and return a probe taken after the
+    last drawing (see the module docstring). Modes other than adaptive, and a source
+    that fails, fall back to :func:`settle`.
+
+    The first probe starts half a quiet interval in (so a screen that changed without
+    a notification in that time is still seen as it is after the change; a static
+    screen is ready when the quiet interval ends), later ones after each burst of
+    drawing. Runs on the event loop's thread (``loop.add_reader``): cancellation is
+    immediate.
+    """
+    if policy.mode != "adaptive":
+        return await settle(probe, policy)
+    loop = asyncio.get_running_loop()
+    start = time.perf_counter()
+    quiet = policy.poll_s
+    first_at = start + max(quiet, policy.min_s) - quiet / 2
+    woke = asyncio.Event()
+    state: dict[str, Any] = {"last": start, "events": 0, "failed": False}
+    fd = source.fileno()
+
+    def readable() -> None:
+        try:
+            seen = source.drain()
+        except Exception:  # a dead connection: stop listening, poll instead
+            state["failed"] = True
+            loop.remove_reader(fd)
+            woke.set()
+            return
+        if seen:
+            state["last"] = time.perf_counter()
+            state["events"] += seen
+            woke.set()
+
+    # Drawing reported before the action ended belongs to it (or to an earlier one):
+    # either way it happened before ``start``, which already counts as activity.
+    source.drain()
+    loop.add_reader(fd, readable)
+    spec: asyncio.Future[tuple[Hashable, T]] | None = None
+    spec_started = 0.0
+    polls = 0
+    waiter: asyncio.Task[bool] | None = None
+    try:
+        while not state["failed"]:
+            now = time.perf_counter()
+            elapsed = now - start
+            last = float(state["last"])
+            if spec is None or (spec.done() and spec_started < last and elapsed < policy.max_s):
+                if spec is not None:
+                    spec.result()  # a failed probe raises here
+                if spec is not None or now >= first_at or elapsed >= policy.max_s:
+                    # The first look, or a new one: drawing was reported since the last began.
+                    spec_started = now
+                    spec = asyncio.ensure_future(probe())
+                    polls += 1
+                    continue
+                timeout = first_at - now
+            elif spec.done():
+                digest, payload = spec.result()
+                if spec_started >= last and elapsed >= policy.min_s and now - last >= quiet:
+                    return SettleResult(payload, digest, polls, True, elapsed, int(state["events"]))
+                if elapsed >= policy.max_s:  # the latest look at a screen that keeps changing
+                    return SettleResult(payload, digest, polls, False, elapsed, int(state["events"]))
+                # Fresh but not quiet for long enough yet: wait it out (or the next drawing).
+                deadline = max(last + quiet, start + policy.min_s)
+                timeout = max(0.0, min(deadline - now, policy.max_s - elapsed))
+            else:
+                # Nothing to decide before the probe is back (or drawing is reported).
+                timeout = max(0.0, policy.max_s - elapsed)
+            woke.clear()
+            waiter = asyncio.ensure_future(woke.wait())
+            pending: set[asyncio.Future[Any]] = {waiter}
+            if spec is not None and not spec.done():
+                pending.add(spec)
+            await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            waiter = None
+    finally:
+        if waiter is not None:
+            waiter.cancel()
+        if not state["failed"]:
+            loop.remove_reader(fd)
+        if spec is not None and not spec.done():
+            spec.cancel()
+    # The source failed: poll for the rest of the bound.
+    rest = max(0.0, policy.max_s - (time.perf_counter() - start))
+    result = await settle(probe, SettlePolicy("adaptive", min(policy.min_s, rest), rest, policy.poll_s))
+    return SettleResult(
+        result.payload, result.digest, polls + result.polls, result.stable, time.perf_counter() - start, None
+    )

@@ -171,12 +171,54 @@ class Capturer:
         else:
             bgra = self._backend.grab_bgra(area)
         t1 = time.perf_counter()
+        image = self.read_cursor() if self.cursor else None
+        return self._make_frame(bgra, image, area, width, height, gdi_scaled, timestamp, t0, t1)
+
+    def probe(self) -> tuple[int, Pixels, CursorImage | None]:
+        """One raw grab of the working area for settle polling: ``(digest of the raw
+        pixels without cursor, those pixels, the cursor or None)``.
+
+        :meth:`frame_from` turns the pixels into the frame the model sees without a
+        second grab (the settled probe *is* the observation). The pixels may be a view
+        of a buffer the backend reuses: use them before the next grab or probe.
+        """
+        with self._lock:
+            self._check_open()
+            bgra = self._backend.grab_bgra(self.area)
+            image = self.read_cursor() if self.cursor else None
+            return imaging.frame_digest(bgra), bgra, image
+
+    def frame_from(
+        self, bgra: Pixels, cursor: CursorImage | None, size: tuple[int, int] | None = None
+    ) -> Frame:
+        """The frame :meth:`grab` would have made from these pixels and cursor (from
+        :meth:`probe`): cursor composited into ``bgra`` (in place), then resized."""
+        area = self.area
+        if bgra.shape[:2] != (area.height, area.width):
+            raise CaptureError(f"pixels of {bgra.shape[1]}x{bgra.shape[0]} are not the "
+                               f"{area.width}x{area.height} working area", shape=list(bgra.shape))
+        width, height = (area.width, area.height) if size is None else _size(size)
+        with self._lock:
+            self._check_open()
+            now = time.perf_counter()
+            return self._make_frame(bgra, cursor, area, width, height, False, time.time(), now, now)
+
+    def _make_frame(
+        self,
+        bgra: Pixels,
+        image: CursorImage | None,
+        area: Rect,
+        width: int,
+        height: int,
+        gdi_scaled: bool,
+        timestamp: float,
+        t0: float,
+        t1: float,
+    ) -> Frame:
         cursor_at = None
-        if self.cursor:
-            image = self.read_cursor()
-            if image is not None:
-                cursor_at = image.position
-                self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
+        if self.cursor and image is not None:
+            cursor_at = image.position
+            self._composite(bgra, image, area, (bgra.shape[1], bgra.shape[0]))
         t2 = time.perf_counter()
         out = self._buffer(width, height)
         rgb = imaging.prepare(bgra, size=None if gdi_scaled else (width, height), out=out)

@@ -39,6 +39,16 @@ def handle(args: argparse.Namespace) -> int:
     size = path.stat().st_size
     state = "partial record" if recording.partial else recording.outcome or "unknown outcome"
     print(f"deskpilot report: {path} ({size / 1024:.0f} KiB, {len(recording.turns())} turns, {state})")
+    prefill = (recording.summary or {}).get("prefill")
+    if isinstance(prefill, dict):
+        # What a prefix-caching server had to process anew per turn (see the report's table).
+        tokens = prefill.get("image_tokens_per_turn")
+        print(
+            f"  prefill per turn: {prefill.get('images_per_turn')} images"
+            + (f" ({tokens} image tokens)" if tokens is not None else "")
+            + f" + ~{prefill.get('text_tokens_per_turn')} text tokens; "
+            f"at most {prefill.get('max_images_in_context')} images in context"
+        )
     if recording.partial:
         for problem in recording.problems:
             print(f"  partial: {problem}", file=sys.stderr)

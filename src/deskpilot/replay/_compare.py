@@ -13,7 +13,8 @@ timing), and in ``model``: ``usage``, ``timings``, ``attempts``, ``streamed``.
 ``observation.raw``, ``result.screenshot``, ``raw_png``, ``annotated_png``,
 ``team.screenshot``): the directory differs legitimately (``AGENT_DUMP_DIR``).
 
-**Encoding-dependent** (``request.bytes``, ``observation.png_bytes``, the request body's
+**Encoding-dependent** (``request.bytes`` and the prefill's text-token estimate made
+from it, ``observation.png_bytes``, the request body's
 ``_bytes`` and the sha256 names of its images): compared only when this process's PNG
 encoder reproduces the first recorded screenshot byte for byte (same backend, deflate
 engine and level); otherwise each image URL is compared as ``<image>``.
@@ -81,7 +82,9 @@ FILE_NAMES = frozenset(
         "team.screenshot",
     }
 )
-ENCODING = frozenset({"request.bytes", "observation.png_bytes"})
+#: The request's size and what follows from it (the prefill's text-token estimate).
+REQUEST_SIZE = ("request.bytes", "request.prefill.text_tokens", "request.prefill.tokens")
+ENCODING = frozenset({*REQUEST_SIZE, "observation.png_bytes"})
 SCREEN_RESULT_KEYS = ("changed", "changed_region", "pointer_moved_only", "no_effect_repeats", "warning")
 SCREEN_PIXELS = ("digest", "reused", "unchanged", "sent")
 END_KEYS = ("ended_by", "final")
@@ -194,7 +197,8 @@ def normalize(record: Mapping[str, Any], rules: CompareRules) -> dict[str, Any]:
         for dotted in ENCODING:
             _drop(out, dotted)
     if rules.bytes_turns is not None and turn not in rules.bytes_turns:
-        _drop(out, "request.bytes")
+        for dotted in REQUEST_SIZE:
+            _drop(out, dotted)
     screen_ok = not rules.real_input and (rules.screen_turns is None or turn in rules.screen_turns)
     calls = out.get("more_calls")
     if isinstance(calls, list):
@@ -207,7 +211,8 @@ def normalize(record: Mapping[str, Any], rules: CompareRules) -> dict[str, Any]:
         for key in SCREEN_PIXELS:
             _drop(out, f"observation.{key}")
         _drop(out, "observation.png_bytes")
-        _drop(out, "request.bytes")
+        for dotted in REQUEST_SIZE:
+            _drop(out, dotted)
     if rules.ignore_annotation:
         _drop(out, "observation.annotation")
         if out.get("stage") == "annotated":

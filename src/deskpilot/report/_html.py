@@ -325,7 +325,7 @@ def _turn_html(turn: TurnView, images: _Images, seen: set[str]) -> str:
     req = turn.request
     req_text = (
         f'<span class="muted">request: {_e(req.get("messages", "?"))} messages, {_e(req.get("images", "?"))} images, '
-        f'{_e(req.get("bytes", "?"))} bytes</span>'
+        f'{_e(req.get("bytes", "?"))} bytes{_prefill_text(req.get("prefill"))}</span>'
         if req
         else ""
     )
@@ -378,6 +378,49 @@ def _turn_html(turn: TurnView, images: _Images, seen: set[str]) -> str:
     )
 
 
+def _prefill_text(prefill: Any) -> str:
+    """The turn header's part on what the server had to prefill for this request."""
+    if not isinstance(prefill, dict):
+        return ""
+    tokens = prefill.get("image_tokens")
+    images = f"{_e(prefill.get('images', '?'))} images" + (f" ({_e(tokens)} tokens)" if isinstance(tokens, int) else "")
+    return (
+        f'; <span class="prefill">prefill: {images} + ~{_e(prefill.get("text_tokens", "?"))} text tokens, '
+        f'{_e(prefill.get("reused_messages", "?"))} of {_e(prefill.get("messages", "?"))} messages reused</span>'
+    )
+
+
+def _prefill_table(data: ReportData) -> str:
+    """One row per request: what a prefix-caching server processed anew (the prefill column)."""
+    rows = []
+    for turn in data.turns:
+        p = turn.request.get("prefill") if turn.request else None
+        if not isinstance(p, dict):
+            continue
+        rows.append(
+            f'<tr><td><a href="#turn-{turn.number}">{turn.number}</a></td><td>{_e(p.get("reused_messages", "-"))} / '
+            f'{_e(p.get("messages", "-"))}</td><td>{_e(p.get("images", "-"))}</td>'
+            f'<td>{_e(p.get("image_tokens") if p.get("image_tokens") is not None else "-")}</td>'
+            f'<td>{_e(p.get("text_tokens", "-"))}</td><td>{_e(p.get("images_in_context", "-"))}</td></tr>'
+        )
+    if not rows:
+        return ""
+    pf = data.prefill or {}
+    per_turn = pf.get("image_tokens_per_turn")
+    caption = (
+        f'<div class="caption">per turn after the first: {_e(pf.get("images_per_turn", "-"))} images prefilled'
+        + (f", {_e(per_turn)} image tokens" if per_turn is not None else "")
+        + f', ~{_e(pf.get("text_tokens_per_turn", "-"))} text tokens; at most {_e(pf.get("max_images_in_context", "-"))} '
+        "images in context</div>"
+    )
+    return (
+        '<details id="prefill"><summary>prefill per request (what a prefix-caching server processes anew)</summary>'
+        f"{caption}"
+        '<table><thead><tr><th>turn</th><th>messages reused</th><th>images prefilled</th><th>image tokens</th>'
+        f"<th>text tokens (est.)</th><th>images in context</th></tr></thead><tbody>{''.join(rows)}</tbody></table></details>"
+    )
+
+
 def _when(value: Any) -> str:
     try:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(value)))
@@ -421,6 +464,8 @@ def _header(data: ReportData) -> str:
         ("request bytes", t.get("request_bytes", "-")),
         ("tokens in / out", f"{t.get('prompt_tokens', '-')} / {t.get('completion_tokens', '-')}"),
     ]
+    if data.prefill:
+        stats.append(("image prefills per turn", data.prefill.get("images_per_turn", "-")))
     out.append('<div class="grid">' + "".join(f'<div class="stat"><span class="muted">{_e(k)}</span><b>{_e(v)}</b></div>' for k, v in stats) + "</div>")
     if data.phases:
         rows = "".join(
@@ -432,6 +477,7 @@ def _header(data: ReportData) -> str:
             '<table id="phases"><thead><tr><th>phase</th><th>n</th><th>p50 ms</th><th>p95 ms</th><th>mean ms</th>'
             f"<th>max ms</th><th>total ms</th></tr></thead><tbody>{rows}</tbody></table>"
         )
+    out.append(_prefill_table(data))
     out.append("</header>")
     return "".join(out)
 

@@ -95,6 +95,9 @@ class ReportData:
     phases: list[dict[str, Any]]  # {"phase", "count", "p50_ms", "p95_ms", "mean_ms", "max_ms", "total_ms"}
     totals: dict[str, Any]
     turns: list[TurnView] = field(default_factory=list)
+    #: ``summary.prefill`` (or the same counted from the turns): what a prefix-caching
+    #: server had to process anew per request (None: the run recorded no prefill).
+    prefill: dict[str, Any] | None = None
 
 
 def png_size(path: Path | None) -> tuple[int, int] | None:
@@ -269,6 +272,24 @@ def _totals_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def _prefill_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``summary.prefill`` counted from the turn records (a crashed run has no summary)."""
+    rows = [_dict(_dict(t.get("request")).get("prefill")) for t in turns]
+    rows = [r for r in rows if r]
+    if not rows:
+        return None
+    later = rows[1:] or rows
+    known = all(isinstance(r.get("image_tokens"), int) for r in later)
+    return {
+        "requests": len(rows),
+        "images": sum(int(r.get("images") or 0) for r in rows),
+        "images_per_turn": round(sum(int(r.get("images") or 0) for r in later) / len(later), 3),
+        "image_tokens_per_turn": round(sum(int(r["image_tokens"]) for r in later) / len(later), 1) if known else None,
+        "text_tokens_per_turn": round(sum(int(r.get("text_tokens") or 0) for r in later) / len(later), 1),
+        "max_images_in_context": max(int(r.get("images_in_context") or 0) for r in rows),
+    }
+
+
 def build_report_data(recording: Recording) -> ReportData:
     """Everything the HTML report shows (see the module docstring)."""
     summary = recording.summary or {}
@@ -285,6 +306,7 @@ def build_report_data(recording: Recording) -> ReportData:
         run_info=recording.run_info,
         phases=_phases(recording, turns),
         totals=dict(summary.get("totals") or {}) or _totals_from_turns(turns),
+        prefill=_dict(summary.get("prefill")) or _prefill_from_turns(turns),
     )
     last_sent: tuple[str, Any] | None = None  # (screenshot, mapping) of the newest image sent
     previous_obs: dict[str, Any] | None = None
