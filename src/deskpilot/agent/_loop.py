@@ -51,6 +51,7 @@ import httpx
 
 from deskpilot import imaging
 from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
+from deskpilot._untrusted import token_count
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -379,8 +380,8 @@ class Session:
             self.steps += 1
         turn.reply_at = time.perf_counter()
         usage = completion.usage or {}
-        self.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-        self.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        self.totals["prompt_tokens"] += token_count(usage.get("prompt_tokens"))
+        self.totals["completion_tokens"] += token_count(usage.get("completion_tokens"))
         self.last_content = completion.content
         turn.record["model"] = completion.as_record()
         if redaction is not None and completion.tool_calls:

@@ -101,6 +101,7 @@ from typing import Any
 import orjson
 
 from deskpilot._errors import DeskpilotError
+from deskpilot._untrusted import scrub_surrogates
 
 __all__ = [
     "FORMAT_VERSION",
@@ -139,7 +140,12 @@ def dumps_json(obj: Any, *, indent: bool = False) -> bytes:
     option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     if indent:
         option |= orjson.OPT_INDENT_2
-    return orjson.dumps(obj, default=_default, option=option)
+    try:
+        return orjson.dumps(obj, default=_default, option=option)
+    except TypeError:
+        # A lone surrogate from a model's JSON cannot be written as UTF-8; the record is
+        # kept with U+FFFD in its place instead of being lost.
+        return orjson.dumps(scrub_surrogates(obj), default=_default, option=option)
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -46,6 +46,7 @@ import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import ActionDeniedError, DeskpilotError
+from deskpilot._untrusted import token_count
 from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
@@ -424,8 +425,8 @@ class StatelessEngine:
             session.steps += 1
         replied = time.perf_counter()
         usage = completion.usage or {}
-        session.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-        session.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        session.totals["prompt_tokens"] += token_count(usage.get("prompt_tokens"))
+        session.totals["completion_tokens"] += token_count(usage.get("completion_tokens"))
         session.last_content = completion.content
         turn.record["model"] = completion.as_record()
         session.close_turn(turn, request_at=request_at)
