@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from deskpilot._errors import DeskpilotError
+from deskpilot._untrusted import terminal_text
 from deskpilot._version import __version__
 
 __all__ = ["main"]
@@ -43,7 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except DeskpilotError as exc:
-        print(f"deskpilot: error: {exc}", file=sys.stderr)
+        # Error messages quote what servers and models sent.
+        print(terminal_text(f"deskpilot: error: {exc}"), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("deskpilot: interrupted", file=sys.stderr)

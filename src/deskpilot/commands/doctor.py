@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from deskpilot._untrusted import terminal_text
 from deskpilot.commands.run import add_model_options, config_from_args
 
 __all__ = ["PROBE_COLORS", "Check", "image_check", "register", "run_checks"]
@@ -237,7 +238,7 @@ def handle(args: argparse.Namespace) -> int:
     console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
     checks = run_checks(config, model=not args.no_model)
     for check in checks:
-        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}")
+        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(terminal_text(check.detail))}")
     failed = [c for c in checks if c.status == "FAIL"]
     console.print(f"{len(failed)} failed, {sum(c.status == 'WARN' for c in checks)} warnings" if failed else "all checks passed")
     return 1 if failed else 0

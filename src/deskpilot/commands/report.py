@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from deskpilot._untrusted import terminal_text
+
 __all__ = ["register"]
 
 
@@ -41,5 +43,5 @@ def handle(args: argparse.Namespace) -> int:
     print(f"deskpilot report: {path} ({size / 1024:.0f} KiB, {len(recording.turns())} turns, {state})")
     if recording.partial:
         for problem in recording.problems:
-            print(f"  partial: {problem}", file=sys.stderr)
+            print(terminal_text(f"  partial: {problem}"), file=sys.stderr)
     return 0
