@@ -51,6 +51,9 @@ class DeskpilotError(Exception):
         │   └── ModelResponseError          2xx but unusable body (not JSON, no choices)
         ├── ActionDeniedError               the policy layer refused an action
         ├── ConfigError (ValueError)        invalid configuration value or file
+        ├── RunLogError                     a run file cannot be written (disk full,
+        │                                   read-only, run directory deleted) or read
+        │                                   (deskpilot.agent._runlog)
         └── RunInterrupted                  Ctrl+C / SIGTERM / kill switch stopped a run
     """
 

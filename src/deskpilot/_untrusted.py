@@ -64,7 +64,10 @@ def scrub_surrogates(value: Any) -> Any:
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     if isinstance(value, dict):
         pairs = [(scrub_surrogates(k), scrub_surrogates(v)) for k, v in value.items()]
-        changed = any(k is not k0 or v is not v0 for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True))
+        changed = any(
+            k is not k0 or v is not v0
+            for (k, v), (k0, v0) in zip(pairs, value.items(), strict=True)
+        )
         return dict(pairs) if changed else value
     return value
 

@@ -54,14 +54,28 @@ def _run(tmp_path: Path, replies: list[Any], mode: str, reporter: Any = None, **
             env={},
             search_default=False,
         )
-        return run_agent(cfg, "look", screen_factory=lambda: desk, hands_factory=lambda: desk,
-                         handle_signals=False, reporter=reporter)
+        return run_agent(
+            cfg,
+            "look",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+            reporter=reporter,
+        )
 
 
 @pytest.mark.parametrize("mode", ["single", "team", "stateless"])
-@pytest.mark.parametrize("usage", BAD_USAGES, ids=["text", "containers", "huge_negative", "bool_numeric_text"])
-def test_non_numeric_usage_is_ignored_in_every_mode(tmp_path: Path, mode: str, usage: dict[str, Any]) -> None:
-    content = json.dumps({"observation": "nothing yet", "bboxes": [], "actions": []}) if mode == "stateless" else "Looking."
+@pytest.mark.parametrize(
+    "usage", BAD_USAGES, ids=["text", "containers", "huge_negative", "bool_numeric_text"]
+)
+def test_non_numeric_usage_is_ignored_in_every_mode(
+    tmp_path: Path, mode: str, usage: dict[str, Any]
+) -> None:
+    content = (
+        json.dumps({"observation": "nothing yet", "bboxes": [], "actions": []})
+        if mode == "stateless"
+        else "Looking."
+    )
     result = _run(tmp_path, [Reply(content=content, usage=usage)], mode)
     assert result.outcome != "error", (result.outcome, load_summary(result.run_dir).get("error"))
     assert validate_run_dir(result.run_dir) == []
@@ -84,7 +98,9 @@ def test_stateless_reply_with_a_lone_surrogate_escape_is_recorded(tmp_path: Path
     assert "half a pair \ufffd here" in written
 
 
-def test_a_lone_surrogate_posted_to_the_panel_inject_does_not_kill_the_engine(tmp_path: Path) -> None:
+def test_a_lone_surrogate_posted_to_the_panel_inject_does_not_kill_the_engine(
+    tmp_path: Path,
+) -> None:
     answers: list[int] = []
 
     def inject() -> None:
@@ -92,16 +108,27 @@ def test_a_lone_surrogate_posted_to_the_panel_inject_does_not_kill_the_engine(tm
             found = list((tmp_path / "runs").glob("*/stateless.json"))
             if found:
                 base = orjson.loads(found[0].read_bytes())["panel"]
-                answers.append(httpx.post(f"{base}/inject", json={"vlm_text": LONE}, timeout=5).status_code)
+                answers.append(
+                    httpx.post(f"{base}/inject", json={"vlm_text": LONE}, timeout=5).status_code
+                )
                 return
             time.sleep(0.02)
 
     thread = threading.Thread(target=inject, daemon=True)
     thread.start()
     done = json.dumps({"observation": "ok", "bboxes": [], "actions": [{"name": "done"}]})
-    result = _run(tmp_path, [Reply(content=done)], "stateless", **{
-        "stateless.boot_enabled": False, "stateless.inject_timeout": 10, "stateless.port": 0,
-        "stateless.panel": "auto", "stateless.panel_token": ""})
+    result = _run(
+        tmp_path,
+        [Reply(content=done)],
+        "stateless",
+        **{
+            "stateless.boot_enabled": False,
+            "stateless.inject_timeout": 10,
+            "stateless.port": 0,
+            "stateless.panel": "auto",
+            "stateless.panel_token": "",
+        },
+    )
     thread.join(5)
     assert answers == [202]
     assert result.outcome == "answered", load_summary(result.run_dir).get("error")
@@ -129,12 +156,26 @@ def test_terminal_text_leaves_no_control_character() -> None:
 @pytest.mark.parametrize("mode", ["single", "stateless"])
 def test_console_prints_no_model_escape_sequence(tmp_path: Path, mode: str) -> None:
     out = io.StringIO()
-    reporter = ConsoleReporter(Console(file=out, force_terminal=False, color_system=None, width=200), live=False)
+    reporter = ConsoleReporter(
+        Console(file=out, force_terminal=False, color_system=None, width=200), live=False
+    )
     if mode == "stateless":
-        replies = [Reply(content=json.dumps({"observation": HOSTILE, "bboxes": [],
-                                             "actions": [{"name": "type", "text": HOSTILE}, {"name": "done"}]}))]
+        replies = [
+            Reply(
+                content=json.dumps(
+                    {
+                        "observation": HOSTILE,
+                        "bboxes": [],
+                        "actions": [{"name": "type", "text": HOSTILE}, {"name": "done"}],
+                    }
+                )
+            )
+        ]
     else:
-        replies = [Reply(tool_calls=[("type_text", {"text": HOSTILE})]), Reply(content=f"Finished {HOSTILE}")]
+        replies = [
+            Reply(tool_calls=[("type_text", {"text": HOSTILE})]),
+            Reply(content=f"Finished {HOSTILE}"),
+        ]
     result = _run(tmp_path, replies, mode, reporter=reporter)
     printed = out.getvalue()
     assert "Finished" in printed or "type" in printed, printed
@@ -169,7 +210,9 @@ def test_the_confirm_question_shows_model_text_inert() -> None:
     assert not any(c in err.getvalue() for c in CONTROLS), repr(err.getvalue())
 
 
-def test_cli_error_messages_are_printed_inert(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_error_messages_are_printed_inert(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     from deskpilot.cli import main
 
     bad = tmp_path / f"run{OSC52}"

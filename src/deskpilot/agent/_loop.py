@@ -57,7 +57,7 @@ from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History, png_data_url
-from deskpilot.agent._runlog import RunLog
+from deskpilot.agent._runlog import RunLog, RunLogError
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._settle import SettlePolicy, settle
@@ -99,6 +99,10 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+
+#: The stop reason when a run file cannot be written.
+_RUN_FILES = "run files"
 
 
 class _SetupInterrupted(Exception):
@@ -671,6 +675,8 @@ async def run_agent_async(
             exchange = _RedactingExchangeLog(runlog.exchange_log_path, redaction)
     elif config.run.exchange_log:
         exchange = ExchangeLog(runlog.exchange_log_path)
+    if exchange is not None:
+        exchange.on_failure = runlog.fail  # one failure path for every run file
     guard: SafetyGuard | None = None
     capture = _ThreadBound("deskpilot-capture")
     client: ChatClient | None = None
@@ -698,6 +704,14 @@ async def run_agent_async(
             ctx.stop.set()
         if mode_task is not None and not mode_task.done():
             mode_task.cancel()
+
+    def run_files_failed(exc: RunLogError) -> None:
+        # From the writer thread (or the loop): the disk refused a run file. The run
+        # stops like an interrupt; the outcome is an error that says which file and why.
+        with contextlib.suppress(RuntimeError):  # the loop already closed: nothing to stop
+            loop.call_soon_threadsafe(stop, _RUN_FILES)
+
+    runlog.on_failure = run_files_failed
 
     def time_up() -> None:
         # Whichever bound fires first, the loop's timer or the kill switch's budget
@@ -845,6 +859,10 @@ async def run_agent_async(
             outcome = "max_time" if interrupted[0] == "max_time" else "interrupted"
             error = None if outcome == "max_time" else f"stopped by {interrupted[0]}"
             answer = strip_think(session.last_content)
+        except RunLogError:
+            if runlog.failure is None:
+                raise
+            answer = strip_think(session.last_content)
         except StepLimit:
             outcome, answer = "max_steps", strip_think(session.last_content)
         except KeyboardInterrupt:
@@ -882,6 +900,7 @@ async def run_agent_async(
     if guard is not None:
         extra["safety"] = _safety_record(guard, session)
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
+    outcome, error = summary["outcome"], summary["error"]
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                    orphan=(input_thread, early_hands))
     _restore(replaced)
@@ -1096,12 +1115,19 @@ def _finish(
             **extra,
         }
     summary["run_dir"] = str(runlog.path)
+    runlog.flush()
+    failure = runlog.failure
+    if failure is not None:
+        # A run file could not be written (disk full, read-only, run directory gone):
+        # whatever stopped the run, the record is incomplete and the summary says why.
+        summary["outcome"], summary["error"] = "error", f"{type(failure).__name__}: {failure}"
+        summary["error_details"] = _jsonable(failure.details)
+    summary["run_log_errors"] = list(runlog.errors)
     try:
-        runlog.flush()
-        summary["run_log_errors"] = list(runlog.errors)
         runlog.write_summary(summary)
-    except OSError as exc:
-        summary["run_log_errors"] = [*runlog.errors, f"summary.json: {exc}"]
+    except (OSError, RunLogError) as exc:
+        if str(exc) not in summary["run_log_errors"]:
+            summary["run_log_errors"] = [*runlog.errors, f"summary.json: {exc}"]
     reporter.finish({**summary, "run_dir": str(runlog.path)})
     return summary
 

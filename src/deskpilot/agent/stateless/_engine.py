@@ -51,6 +51,7 @@ from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
+from deskpilot.agent._runlog import RunLog, run_file_error
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
 from deskpilot.agent._tools import Hands, err_payload
@@ -624,7 +625,6 @@ class StatelessEngine:
         root = self.session.runlog.path
         if self.settings.log_layout == "turn_dirs":
             folder = root / f"turn_{number:04d}"
-            folder.mkdir(exist_ok=True)
             return f"turn_{number:04d}/screenshot_{kind}.png", folder / f"screenshot_{kind}.png"
         return f"turn_{number:04d}_{kind}.png", root / f"turn_{number:04d}_{kind}.png"
 
@@ -632,7 +632,7 @@ class StatelessEngine:
         if not self.session.runlog.save_screenshots:
             return None
         name, path = self._path(number, kind)
-        path.write_bytes(png)
+        self.session.runlog.write_new_file(path, png)  # no partial file; a failure stops the run
         self.session.runlog.screenshots.append(name)
         return name
 
@@ -804,7 +804,7 @@ class StatelessEngine:
     def _start_log_file(self) -> None:
         if not self.settings.log_to_file:
             return
-        handler = logging.FileHandler(self.session.runlog.path / "main.log", encoding="utf-8")
+        handler = _RunFileHandler(self.session.runlog, "main.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         level = self.settings.log_level_number  # seed: LOG_LEVEL
         handler.setLevel(level)
@@ -822,6 +822,22 @@ class StatelessEngine:
             root.setLevel(self._log_level)
             self._log_handler.close()
             self._log_handler = None
+
+
+class _RunFileHandler(logging.FileHandler):
+    """main.log, written like every run file: a failed write stops the run (RunLog.fail)
+    instead of printing logging's "--- Logging error ---" traceback on stderr."""
+
+    def __init__(self, runlog: RunLog, name: str) -> None:
+        self.runlog = runlog
+        super().__init__(runlog.path / name, encoding="utf-8")
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            self.runlog.fail(run_file_error(Path(self.baseFilename), exc, "append to"))
+        else:
+            super().handleError(record)
 
 
 def run_stateless(config: AgentConfig, task: str, **kwargs: Any) -> RunResult:
