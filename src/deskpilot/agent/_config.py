@@ -102,7 +102,14 @@ class ModelSettings:
         help="chat completions URL (LM Studio, llama.cpp, vLLM, Ollama, OpenAI)",
     )
     model: str = setting("qwen3-vl-8b-instruct", env="LMSTUDIO_MODEL", help="model identifier")
-    timeout: float = setting(240.0, env="LMSTUDIO_TIMEOUT", minimum=0.001, help="seconds per request")
+    timeout: float = setting(
+        240.0, env="LMSTUDIO_TIMEOUT", minimum=0.001,
+        help="seconds per request: one deadline for headers and the whole body, streamed or not",
+    )
+    max_response_mb: float = setting(
+        32.0, env="LMSTUDIO_MAX_RESPONSE_MB", minimum=0.001, maximum=4096.0,
+        help="largest answer body accepted (MiB); a bigger one ends the request with a clear error",
+    )
     temperature: float = setting(0.6, env="LMSTUDIO_TEMPERATURE", minimum=0.0, maximum=2.0)
     max_tokens: int = setting(2048, env="LMSTUDIO_MAX_TOKENS", minimum=1)
     stream: bool = setting(False, env="LMSTUDIO_STREAM", help="use SSE streaming")

@@ -754,6 +754,7 @@ async def run_agent_async(
             model.endpoint,
             model.model,
             timeout=model.timeout,
+            max_response_bytes=max(1, int(model.max_response_mb * 1024 * 1024)),
             max_retries=model.retries,
             stream=model.stream,
             api_key=model.api_key or None,
