@@ -172,6 +172,10 @@ class LoopSettings:
     )
     no_effect_repeats: int = setting(3, env="AGENT_NO_EFFECT_REPEATS", minimum=0, help="0 = off")
     dry_run: bool = setting(False, env="AGENT_DRY_RUN", help="record input instead of sending it")
+    max_type_chars: int = setting(
+        2000, env="AGENT_MAX_TYPE_CHARS", minimum=1, maximum=1_000_000,
+        help="longest text one type_text call may type (single and team mode)",
+    )
 
     @property
     def effective_step_delay(self) -> float:

@@ -795,6 +795,7 @@ async def run_agent_async(
             mapping=first.mapping,
             monitor=screen.monitor,
             seed_delays=config.agent.settle == "fixed",
+            max_type_chars=config.agent.max_type_chars,
             _executor=input_thread,
         )
         desktop = watch_desktop if watch_desktop is not None else drives_desktop(hands)
