@@ -12,7 +12,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import DeskpilotError, RunInterrupted
 from deskpilot._untrusted import terminal_text
 from deskpilot._version import __version__
 
@@ -35,21 +35,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    handler = getattr(args, "handler", None)
-    if handler is None:
-        parser.print_help()
-        return 2
+    started = False
     try:
+        # Building the parser imports every command (and, for `run`, the agent): a
+        # Ctrl+C that early is an interruption like any other, not a traceback.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help()
+            return 2
+        started = True
         return int(handler(args) or 0)
+    except KeyboardInterrupt:
+        print("deskpilot: interrupted" if started else "deskpilot: interrupted while starting", file=sys.stderr)
+        return 130
+    except RunInterrupted as exc:
+        # Ctrl+C outside a run's handlers: before it started or while it winds down.
+        print(terminal_text(f"deskpilot: {exc}"), file=sys.stderr)
+        return 130
     except DeskpilotError as exc:
         # Error messages quote what servers and models sent.
         print(terminal_text(f"deskpilot: error: {exc}"), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("deskpilot: interrupted", file=sys.stderr)
-        return 130
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import os
 import platform
@@ -103,6 +104,26 @@ R = TypeVar("R")
 
 #: The stop reason when a run file cannot be written.
 _RUN_FILES = "run files"
+
+
+class _Shutdown:
+    """What a stopping run is doing, for a second Ctrl+C to say (and the CLI to print)."""
+
+    __slots__ = ("phase",)
+
+    def __init__(self) -> None:
+        #: None until the run's signal handlers are installed; then "running" and,
+        #: once the run stops, the clean-up step in progress.
+        self.phase: str | None = None
+
+
+_SHUTDOWN: contextvars.ContextVar[_Shutdown | None] = contextvars.ContextVar("deskpilot_shutdown", default=None)
+
+
+def _phase(text: str) -> None:
+    shutdown = _SHUTDOWN.get()
+    if shutdown is not None:
+        shutdown.phase = text
 
 
 class _SetupInterrupted(Exception):
@@ -697,7 +718,19 @@ async def run_agent_async(
     started_wall = time.time()
     extra: dict[str, Any] = {}
 
+    shutdown = _SHUTDOWN.get()
+    if shutdown is None:
+        shutdown = _Shutdown()
+        _SHUTDOWN.set(shutdown)
+
     def stop(reason: str) -> None:
+        if interrupted and reason in ("SIGINT", "SIGTERM") and shutdown.phase not in (None, "running"):
+            # Pressed again while the run cleans up: the clean-up is bounded (held input
+            # is released first, each step has a timeout), so say what it is doing.
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"deskpilot: {reason} again while {shutdown.phase}; exiting as soon as that is done\n")
+                sys.stderr.flush()
+            return
         if not interrupted:
             interrupted.append(reason)
         if ctx is not None:
@@ -731,6 +764,7 @@ async def run_agent_async(
                 except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
                     previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
                     replaced.append((sig, previous))
+        shutdown.phase = "running"
         runlog.write_run_info(
             {
                 "task": text,
@@ -893,7 +927,7 @@ async def run_agent_async(
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
         await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                        orphan=(input_thread, early_hands))
-        _restore(replaced)
+        _uninstall(loop, installed, replaced)
         raise
     except BaseException:  # cancelled from outside: no record to write, but disarm and release
         if guard is not None:
@@ -905,8 +939,8 @@ async def run_agent_async(
     outcome, error = summary["outcome"], summary["error"]
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                    orphan=(input_thread, early_hands))
-    _restore(replaced)
     if config.run.lmstudio_logs != "off":
+        _phase("exporting the LM Studio logs")
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
 
         exported = export_lmstudio_logs(
@@ -920,6 +954,7 @@ async def run_agent_async(
         if exported:
             summary["lmstudio_logs"] = [str(p.name) for p in exported]
             runlog.write_summary(summary)
+    _uninstall(loop, installed, replaced)
     return RunResult(outcome, answer, session.steps if session else 0, runlog.path, summary, error)
 
 
@@ -1094,6 +1129,7 @@ def _finish(
     reporter: Reporter,
     started: float,
 ) -> dict[str, Any]:
+    _phase("writing the run record (turns.jsonl, summary.json)")
     if session is not None:
         session._drop_prefetch()
         pending = session.pending
@@ -1160,7 +1196,19 @@ async def _cleanup(
         if guard is not None:
             # Disarm the kill switch (ungrab the hotkey, stop the watcher) and close the
             # window reader, after the held keys are released.
+            _phase("disarming the kill switch")
             await asyncio.to_thread(guard.close)
+
+
+def _uninstall(loop: asyncio.AbstractEventLoop, installed: list[signal.Signals],
+               replaced: list[tuple[signal.Signals, Any]]) -> None:
+    """The run's signal handlers go last: a second Ctrl+C during clean-up is answered
+    (see ``stop``), not raised into the middle of a step."""
+    _phase("stopping worker threads")
+    for sig in installed:
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            loop.remove_signal_handler(sig)
+    _restore(replaced)
 
 
 async def _release_and_close(
@@ -1174,6 +1222,7 @@ async def _release_and_close(
     loop: asyncio.AbstractEventLoop,
     orphan: tuple[concurrent.futures.ThreadPoolExecutor | None, Hands | None] = (None, None),
 ) -> None:
+    _phase("releasing held keys and mouse buttons")
     if ctx is not None:
         ctx.stop.set()
         if ctx._executor is not None:
@@ -1184,17 +1233,18 @@ async def _release_and_close(
         if hands is not None:
             await _release_hands(loop, executor, hands)
         executor.shutdown(wait=True, cancel_futures=True)
+    _phase("closing the screen capture")
     if screen is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(capture.call(screen.close), 2.0)
     capture.shutdown()
+    _phase("closing the connection to the model server")
     if client is not None:
         await client.aclose()
+    _phase("closing the run files")
     if exchange is not None:
         exchange.close()
     runlog.close()
-    for sig in installed:
-        loop.remove_signal_handler(sig)
 
 
 async def _release_hands(
@@ -1211,8 +1261,24 @@ async def _release_hands(
 
 
 def run_agent(config: AgentConfig, task: str | Scenario, **kwargs: Any) -> RunResult:
-    """Blocking wrapper of :func:`run_agent_async` (its own event loop)."""
+    """Blocking wrapper of :func:`run_agent_async` (its own event loop).
+
+    Ctrl+C outside the run's own handlers (before they are installed, or while the event
+    loop winds down after they are removed) is a :class:`RunInterrupted` that says when
+    it came; the CLI prints it and exits 130.
+    """
+    shutdown = _Shutdown()
+    token = _SHUTDOWN.set(shutdown)
     try:
         return asyncio.run(run_agent_async(config, task, **kwargs))
-    except KeyboardInterrupt as exc:  # only before handlers were installed
-        raise RunInterrupted("interrupted before the run started", reason="SIGINT") from exc
+    except KeyboardInterrupt as exc:
+        if shutdown.phase in (None, "running"):
+            raise RunInterrupted("interrupted before the run started", reason="SIGINT") from exc
+        raise RunInterrupted(
+            f"interrupted again while {shutdown.phase}; the run had already stopped "
+            "(its record is in the run directory)",
+            reason="SIGINT",
+            phase=shutdown.phase,
+        ) from exc
+    finally:
+        _SHUTDOWN.reset(token)
