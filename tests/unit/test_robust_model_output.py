@@ -126,7 +126,7 @@ def test_a_lone_surrogate_posted_to_the_panel_inject_does_not_kill_the_engine(
             "stateless.inject_timeout": 10,
             "stateless.port": 0,
             "stateless.panel": "auto",
-            "stateless.panel_token": "",
+            "stateless.panel_token": "off",
         },
     )
     thread.join(5)

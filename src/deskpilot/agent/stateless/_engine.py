@@ -244,8 +244,16 @@ class StatelessEngine:
                     file=sys.stderr,
                     flush=True,
                 )
+            elif token is None:
+                # Off only by an explicit choice; say what that means, even when quiet.
+                print(
+                    f"deskpilot: panel at {self.panel.url} WITHOUT a token (--no-panel-token): any "
+                    "local process can read /state and POST /inject to drive this desktop",
+                    file=sys.stderr,
+                    flush=True,
+                )
             elif not session.config.run.quiet:
-                note = " (token required: PANEL_TOKEN; open /?token=...)" if token else ""
+                note = " (token required: PANEL_TOKEN; open /?token=...)"
                 print(f"deskpilot: panel at {self.panel.url}{note}", file=sys.stderr, flush=True)
         session.runlog.write_json(
             "stateless.json",
