@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import httpx
+import orjson
 
 from deskpilot import imaging
 from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted
@@ -58,7 +59,7 @@ from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History, png_data_url
-from deskpilot.agent._runlog import RunLog, RunLogError
+from deskpilot.agent._runlog import RunLog, RunLogError, dumps_json
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._settle import SettlePolicy, settle
@@ -845,6 +846,10 @@ async def run_agent_async(
             ctx.hands = guard.wrap_hands(hands)
             if redaction is not None and redaction.typed is not None:
                 guard.typed_texts = redaction.typed  # texts it checks are texts typed
+            if redaction is not None:
+                # Pieces of a secret typed across calls, found by the policy: redacted
+                # from every record written from then on (and the earlier ones at the end).
+                redaction.secret_pieces = guard.sequence.secret_pieces
         session = Session(
             config=config,
             task=text,
@@ -939,6 +944,9 @@ async def run_agent_async(
     outcome, error = summary["outcome"], summary["error"]
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                    orphan=(input_thread, early_hands))
+    if redaction is not None and redaction.secret_pieces:
+        _phase("redacting the pieces of a secret from the run files")
+        _scrub_run_files(runlog, redaction.secret_pieces)
     if config.run.lmstudio_logs != "off":
         _phase("exporting the LM Studio logs")
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
@@ -1064,6 +1072,7 @@ class _RunRedaction:
         self._no_images = dataclasses.replace(options, images=False)
         self.typed: TypedTexts | None = TypedTexts() if options.mask_typed_text else None
         self._tools: list[dict[str, Any]] | None = None
+        self.secret_pieces: list[str] = []
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
         if self.typed is None or tools is self._tools:
@@ -1079,12 +1088,68 @@ class _RunRedaction:
             self.typed.add_from(record, self.options)
 
     def record(self, record: Any, *, images: bool = True) -> Any:
-        return redact(record, self.options if images else self._no_images, typed=self.typed)
+        out = redact(record, self.options if images else self._no_images, typed=self.typed)
+        return _mask_pieces(out, self.secret_pieces) if self.secret_pieces else out
 
     def text(self, text: str) -> str:
+        if self.secret_pieces:
+            text = _mask_pieces(text, self.secret_pieces)
         if self.typed is not None:
             text = self.typed.mask(text)
         return redact_text(text, self.options.detectors) if self.options.secrets else text
+
+
+SPLIT_SECRET_MARK = "[REDACTED:split_secret]"
+MIN_PIECE_CHARS = 4
+
+
+def _mask_pieces(value: Any, pieces: list[str]) -> Any:
+    """``value`` with every piece of a secret typed across calls replaced (in strings,
+    JSON argument strings included: secret alphabets need no JSON escapes)."""
+    if isinstance(value, str):
+        for piece in sorted(set(pieces), key=len, reverse=True):
+            # Shorter pieces are not secrets on their own and would mask ordinary words.
+            if len(piece.strip()) >= MIN_PIECE_CHARS and piece in value:
+                value = value.replace(piece, SPLIT_SECRET_MARK)
+        return value
+    if isinstance(value, list):
+        return [_mask_pieces(v, pieces) for v in value]
+    if isinstance(value, dict):
+        return {k: _mask_pieces(v, pieces) for k, v in value.items()}
+    return value
+
+
+def _scrub_run_files(runlog: RunLog, pieces: list[str]) -> None:
+    """Lines written before a split secret was recognised hold its earlier pieces: rewrite
+    those files with them redacted (atomically; a file that cannot be rewritten is noted)."""
+    for name in ("turns.jsonl", "exchange.jsonl", "execution_log.txt"):
+        path = runlog.path / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            runlog.errors.append(f"redacting {name}: {exc}")
+            continue
+        if name.endswith(".jsonl"):
+            # Values only, line by line: a piece may also spell part of a key or of JSON.
+            lines = []
+            for line in data.splitlines(keepends=True):
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    lines.append(line)
+                    continue
+                masked = _mask_pieces(value, pieces)
+                lines.append(line if masked == value else dumps_json(masked) + b"\n")
+            scrubbed = b"".join(lines)
+        else:
+            scrubbed = _mask_pieces(data.decode("utf-8", "replace"), pieces).encode("utf-8")
+        if scrubbed != data:
+            try:
+                runlog.replace_file(name, scrubbed)
+            except (OSError, RunLogError) as exc:
+                runlog.errors.append(f"redacting {name}: {exc}")
 
 
 class _RedactingExchangeLog(ExchangeLog):

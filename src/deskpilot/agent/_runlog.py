@@ -458,6 +458,11 @@ class RunLog:
             self.fail(failure)
             raise failure from None
 
+    def replace_file(self, name: str, data: bytes) -> None:
+        """Replace a file of the run atomically (temp file + rename; none left behind).
+        For files no writer has open any more: call it after :meth:`close`."""
+        _atomic_write(self.path / name, data)
+
     def write_run_info(self, info: dict[str, Any]) -> None:
         self.write_json(RUN_FILE, {"v": FORMAT_VERSION, **info})
 
