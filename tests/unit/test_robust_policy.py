@@ -103,15 +103,9 @@ def test_win_then_typing_terminal_and_enter_never_reaches_the_desktop(tmp_path: 
     )
     assert result.outcome == "answered"
     assert "terminal" not in typed(desk)
-    payload = (
-        orjson.loads(srv.requests[2].messages[-1]["content"])
-        if srv.requests[2].messages[-1]["role"] == "tool"
-        else next(
-            orjson.loads(m["content"])
-            for m in srv.requests[2].messages
-            if m.get("role") == "tool" and "policy_denied" in m["content"]
-        )
-    )
+    (payload,) = [
+        orjson.loads(m["content"]) for m in srv.requests[2].messages if m.get("role") == "tool"
+    ][-1:]
     assert (
         payload["error"]["type"] == "policy_denied"
         and payload["error"]["rule"] == "keys.sequence:launcher"
@@ -119,7 +113,7 @@ def test_win_then_typing_terminal_and_enter_never_reaches_the_desktop(tmp_path: 
 
 
 def test_a_secret_typed_in_three_pieces_is_caught_and_redacted_everywhere(tmp_path: Path) -> None:
-    result, srv, desk = run(
+    result, _, desk = run(
         tmp_path, [Reply(tool_calls=[("type_text", {"text": p})]) for p in PIECES]
     )
     assert result.outcome == "answered"
