@@ -98,6 +98,7 @@ CHILD = textwrap.dedent(
         cfg = load_config(flags={
             "model.endpoint": server.endpoint, "run.runs_dir": runs_dir, "agent.toolset": "extended",
             "screen.input_backend": "xtest", "agent.max_steps": 8,
+            "agent.max_type_chars": 10000,  # the typing case types 8,100 characters in one call
         }, env={}, search_default=False)
         result = run_agent(cfg, "interrupt me", reporter=Reporter(), hands_factory=Hands, screen_factory=Screen)
     print("RESULT " + json.dumps({"outcome": result.outcome, "error": result.error, "run_dir": str(result.run_dir)}),
