@@ -686,7 +686,7 @@ class ChatClient:
         else:
             phase = f"reading the {'stream' if streamed else 'answer'} from"
         message = (
-            f"no complete answer within {self.timeout:g} s (one deadline per request) {phase} "
+            f"timed out: no complete answer within {self.timeout:g} s (one deadline per request) {phase} "
             f"{self.endpoint}: the model may be slow or the server stalled; raise LMSTUDIO_TIMEOUT "
             f"(now {self.timeout:g})"
         )
