@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from deskpilot._errors import DeskpilotError, RunInterrupted
 from deskpilot._untrusted import terminal_text
@@ -34,8 +35,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sanitize_last_resort() -> None:
+    """Log records reach the terminal through logging's last-resort handler (WARNING and
+    up, message only, stderr) when nothing else handles them; several quote what the
+    model wrote. Same handler, its text passed through :func:`terminal_text`."""
+    import logging
+
+    class _TerminalHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        @property  # type: ignore[override]
+        def stream(self) -> Any:  # the stderr of the moment, like logging's own
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, value: Any) -> None:
+            pass
+
+        def format(self, record: logging.LogRecord) -> str:
+            return terminal_text(super().format(record))
+
+    handler = _TerminalHandler()
+    handler.setLevel(logging.WARNING)
+    logging.lastResort = handler
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     started = False
+    _sanitize_last_resort()
     try:
         # Building the parser imports every command (and, for `run`, the agent): a
         # Ctrl+C that early is an interruption like any other, not a traceback.

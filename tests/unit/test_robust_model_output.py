@@ -219,3 +219,22 @@ def test_cli_error_messages_are_printed_inert(
     assert main(["replay", str(bad)]) != 0
     err = capsys.readouterr().err
     assert "run" in err and not any(c in err for c in CONTROLS), repr(err)
+
+
+def test_log_lines_reaching_the_terminal_are_inert() -> None:
+    # Warnings quote model text (a failed stateless action, a refused completion); with no
+    # handler configured they reach stderr through logging's last resort.
+    import subprocess
+    import sys
+
+    child = (
+        "import logging, sys\n"
+        "from deskpilot import cli\n"
+        "cli.main(['scenarios'])\n"
+        f"logging.getLogger('deskpilot.stateless').warning('turn 1: type %s failed', {HOSTILE!r})\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "turn 1: type ok" in proc.stderr
+    assert not any(c in proc.stderr for c in CONTROLS), repr(proc.stderr)
