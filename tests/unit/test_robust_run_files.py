@@ -8,10 +8,8 @@ the local test model server, the run directory; only the desktop is simulated.
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
