@@ -163,6 +163,9 @@ def test_a_full_disk_stops_the_run_cleanly(tmp_path: Path, mode: str) -> None:
         assert summary["outcome"] == "error" and "no space left" in summary["error"]
         for name in ("turns.jsonl", "exchange.jsonl"):
             lines_of(run_dir / name)
+        if mode == "stateless":
+            log = (run_dir / "main.log").read_bytes()
+            assert log == b"" or log.endswith(b"\n"), log[-200:]
         assert leftovers(run_dir) == []
         assert desk.events[-1]["action"] == "release_all" or any(
             e["action"] == "release_all" for e in desk.events

@@ -51,7 +51,7 @@ from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
-from deskpilot.agent._runlog import RunLog, run_file_error
+from deskpilot.agent._runlog import LineFile, RunLog, RunLogError
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
 from deskpilot.agent._tools import Hands, err_payload
@@ -832,20 +832,30 @@ class StatelessEngine:
             self._log_handler = None
 
 
-class _RunFileHandler(logging.FileHandler):
-    """main.log, written like every run file: a failed write stops the run (RunLog.fail)
-    instead of printing logging's "--- Logging error ---" traceback on stderr."""
+class _RunFileHandler(logging.Handler):
+    """main.log, written by the run files' one line writer: whole lines or nothing, and a
+    failed write stops the run (RunLog.fail) instead of printing logging's "--- Logging
+    error ---" traceback on stderr."""
 
     def __init__(self, runlog: RunLog, name: str) -> None:
+        super().__init__()
         self.runlog = runlog
-        super().__init__(runlog.path / name, encoding="utf-8")
+        self._file = LineFile(runlog.path / name)
 
-    def handleError(self, record: logging.LogRecord) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, OSError):
-            self.runlog.fail(run_file_error(Path(self.baseFilename), exc, "append to"))
-        else:
-            super().handleError(record)
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._file.closed or self._file.failure is not None:
+            return
+        try:
+            line = self.format(record) + "\n"
+            self._file.append(line.encode("utf-8", "replace"))
+        except RunLogError as exc:
+            self.runlog.fail(exc)
+        except Exception:  # a bad format string in a log call: logging's own report
+            self.handleError(record)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def run_stateless(config: AgentConfig, task: str, **kwargs: Any) -> RunResult:
