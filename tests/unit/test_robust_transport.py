@@ -229,3 +229,26 @@ def test_leading_whitespace_is_read_in_linear_time(stream: bool) -> None:
     with raw_server(blanks) as endpoint:
         completion = complete(endpoint, timeout=120)
     assert completion.content == "hi"  # type: ignore[attr-defined]
+
+
+def test_the_model_list_request_has_the_same_deadline() -> None:
+    async def drip_models(writer: asyncio.StreamWriter) -> None:
+        body = b'{"data": [{"id": "m"}]}'
+        head = (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+            % len(body)
+        )
+        await drip(writer, head + body, 0.25)
+
+    async def go(endpoint: str) -> list[str]:
+        client = ChatClient(endpoint, "m", timeout=1.0, max_retries=0)
+        try:
+            return await client.models()
+        finally:
+            await client.aclose()
+
+    with (
+        raw_server(drip_models) as endpoint,
+        pytest.raises(ModelTimeoutError, match="one deadline per request"),
+    ):
+        asyncio.run(go(endpoint))

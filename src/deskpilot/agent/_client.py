@@ -255,23 +255,32 @@ class ChatClient:
     async def models(self) -> list[str]:
         """Ids the server lists at ``/v1/models`` (for ``deskpilot doctor``)."""
         url = self.models_url
+
+        async def fetch() -> tuple[int, bytes]:
+            async with self._http.stream("GET", url, headers=self._headers) as response:
+                parts = [chunk async for chunk in self._capped(response, attempt=1, context=None)]
+                return response.status_code, b"".join(parts)
+
         try:
-            response = await self._http.get(url, headers=self._headers)
+            # One deadline and the body cap, as for completions.
+            status, content = await asyncio.wait_for(fetch(), self.timeout)
+        except asyncio.TimeoutError as exc:
+            raise self._deadline_error(attempts=1, context=None, status=None, streamed=False) from exc
         except httpx.TimeoutException as exc:
             raise self._timeout_error(exc, attempts=1, context=None, url=url) from exc
         except httpx.HTTPError as exc:
             raise self._connection_error(exc, attempts=1, context=None, url=url) from exc
-        if response.status_code >= 400:
-            raise self._http_error(response.status_code, response.content, attempts=1, context=None, url=url)
+        if status >= 400:
+            raise self._http_error(status, content, attempts=1, context=None, url=url)
         try:
-            data = orjson.loads(response.content)
+            data = orjson.loads(content)
         except orjson.JSONDecodeError as exc:
             raise self._response_error(
-                f"{url} did not answer JSON", response.content, attempts=1, context=None
+                f"{url} did not answer JSON", content, attempts=1, context=None
             ) from exc
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
-            raise self._response_error(f"{url} answered no model list", response.content, attempts=1, context=None)
+            raise self._response_error(f"{url} answered no model list", content, attempts=1, context=None)
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
     async def chat(
