@@ -200,3 +200,52 @@ def test_a_read_only_screenshot_directory_stops_the_run(tmp_path: Path) -> None:
     assert summary["outcome"] == "error" and "read-only" in summary["error"]
     lines_of(result.run_dir / "turns.jsonl")
     assert any(e["action"] == "release_all" for e in desk.events)
+
+
+def test_a_full_disk_stops_a_team_run_cleanly(tmp_path: Path) -> None:
+    from deskpilot.agent.team import VARIANTS
+
+    v = VARIANTS["003"]
+    plan = Reply(
+        content="PLAN",
+        tool_calls=[(v.tool_name("plan"), {"instructions": "type hello", "reasoning": "go"})],
+    )
+    act = Reply(
+        content="LAST_ACTION_RESULT: ok\nNEXT_STEP: type",
+        tool_calls=[(v.tool_name("type"), {"reasoning": "type it", "text": "hello " * 40})],
+    )
+
+    class Roles:
+        def respond(self, request: Any) -> Any:
+            return plan if v.tool_name("plan") in request.tool_names else act
+
+    discover_modes()
+    desk = SimulatedDesktop()
+    with small_tmpfs(tmp_path / "disk", "320k") as disk, ModelServer(Roles()) as srv:
+        cfg = load_config(
+            flags={
+                "model.endpoint": srv.endpoint,
+                "run.runs_dir": str(disk / "runs"),
+                "run.quiet": True,
+                "agent.mode": "team",
+                "team.variant": "003",
+                "agent.max_steps": 400,
+            },
+            env={},
+            search_default=False,
+        )
+        result = run_agent(
+            cfg,
+            "type",
+            screen_factory=lambda: desk,
+            hands_factory=lambda: desk,
+            handle_signals=False,
+        )
+        assert result.outcome == "error" and "no space left" in (result.error or ""), result.error
+        run_dir = result.run_dir
+        assert orjson.loads((run_dir / "summary.json").read_bytes())["outcome"] == "error"
+        for name in ("turns.jsonl", "exchange.jsonl"):
+            lines_of(run_dir / name)
+        assert (run_dir / "execution_log.txt").read_bytes().endswith(b"\n")
+        assert leftovers(run_dir) == []
+        assert any(e["action"] == "release_all" for e in desk.events)
