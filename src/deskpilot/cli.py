@@ -7,15 +7,18 @@ Each subcommand lives in its own module under :mod:`deskpilot.commands` and expo
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Sequence
-from typing import Any
 
 from deskpilot._errors import DeskpilotError, RunInterrupted
-from deskpilot._untrusted import terminal_text
 from deskpilot._version import __version__
+
+# Everything else is imported inside main(): until then a Ctrl+C can only print
+# Python's own traceback (see main). Not typing.TYPE_CHECKING, for the same reason.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import Any
 
 __all__ = ["main"]
 
@@ -24,6 +27,9 @@ COMMANDS: tuple[str, ...] = ("run", "demo", "scenarios", "shot", "doctor", "test
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    import importlib
+
     parser = argparse.ArgumentParser(
         prog="deskpilot",
         description="Fast screen capture and a desktop agent driven by a vision-language model.",
@@ -40,6 +46,8 @@ def _sanitize_last_resort() -> None:
     up, message only, stderr) when nothing else handles them; several quote what the
     model wrote. Same handler, its text passed through :func:`terminal_text`."""
     import logging
+
+    from deskpilot._untrusted import terminal_text
 
     class _TerminalHandler(logging.StreamHandler):  # type: ignore[type-arg]
         @property  # type: ignore[override]
@@ -60,8 +68,10 @@ def _sanitize_last_resort() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     started = False
-    _sanitize_last_resort()
     try:
+        from deskpilot._untrusted import terminal_text
+
+        _sanitize_last_resort()
         # Building the parser imports every command (and, for `run`, the agent): a
         # Ctrl+C that early is an interruption like any other, not a traceback.
         parser = build_parser()
