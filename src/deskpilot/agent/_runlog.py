@@ -51,6 +51,13 @@ A ``turns.jsonl`` record (keys absent when not applicable)::
      "final": true, "answer": "...",           # the final turn only
      "ended_by": "interrupted"}                # the last turn of a run stopped from outside
 
+Every append-only file (``turns.jsonl``, ``exchange.jsonl``, team mode's
+``execution_log.txt``, stateless ``main.log``) goes through :class:`LineFile`: a line is
+on disk whole or not at all. When the disk refuses a write (full, read-only, the run
+directory deleted) the file is truncated back to its last whole line, nothing more is
+written but the summary (compact, or in place of the old one when even that does not
+fit), and the run stops with a :class:`RunLogError` that says which file and why.
+
 Turn 0 is the initial observation (no model call). Turn N's ``timings`` hold the model
 wait of request N and everything done with its answer, up to the next request
 (``overhead``: reply parsed -> next request handed to the HTTP client; absent on turn 0
