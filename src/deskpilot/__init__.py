@@ -10,12 +10,14 @@ Library use::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from deskpilot._errors import DeskpilotError
 from deskpilot._version import __version__
 
+# Not typing.TYPE_CHECKING: the CLI's start-up stays short (see deskpilot._errors).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from deskpilot.capture import Capturer, Frame
     from deskpilot.input import InputController
 

@@ -9,7 +9,11 @@ argument) that run logs record verbatim.
 
 from __future__ import annotations
 
-from typing import Any
+# Not ``typing.TYPE_CHECKING``: importing typing costs ~10 ms of the CLI's start-up, a
+# window in which Ctrl+C would still print a traceback (type checkers read the name).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "ActionDeniedError",
@@ -53,6 +57,9 @@ class DeskpilotError(Exception):
         │   └── ModelResponseError          2xx but unusable body (not JSON, no choices)
         ├── ActionDeniedError               the policy layer refused an action
         ├── ConfigError (ValueError)        invalid configuration value or file
+        ├── RunLogError                     a run file cannot be written (disk full,
+        │                                   read-only, run directory deleted) or read
+        │                                   (deskpilot.agent._runlog)
         ├── RunInterrupted                  Ctrl+C / SIGTERM / kill switch stopped a run
         └── ReferenceKernelsWarning (RuntimeWarning)  a warning, not raised: the compiled
                                             core is not installed, imaging runs on numpy

@@ -47,17 +47,24 @@ def test_panel_command_waits_for_an_injection_then_runs(xvfb: str, tmp_path: Pat
             text=True,
         )
         try:
-            url = None
-            deadline = time.monotonic() + 60
-            while url is None and time.monotonic() < deadline and proc.poll() is None:
-                found = list((tmp_path / "runs").glob("*/stateless.json"))
-                if found:
-                    url = orjson.loads(found[0].read_bytes())["panel"]
+            # A token is generated per start and printed in the link (notebook-style).
+            assert proc.stderr is not None
+            first_lines: list[str] = []
+            for line in proc.stderr:
+                first_lines.append(line)
+                if "?token=" in line:
+                    break
+            link = next((w for w in "".join(first_lines).split() if "?token=" in w), None)
+            assert link, "".join(first_lines)[-3000:]
+            url, _, token = link.partition("/?token=")
+            deadline = time.monotonic() + 10
+            while not (found := list((tmp_path / "runs").glob("*/stateless.json"))):
+                assert time.monotonic() < deadline, "no stateless.json"
                 time.sleep(0.05)
-            assert url, (
-                proc.stderr.read() if proc.poll() is not None and proc.stderr else "no panel"
-            )
-            with httpx.Client(base_url=url, timeout=5) as client:
+            assert orjson.loads(found[0].read_bytes())["panel"] == url
+            assert httpx.get(f"{url}/state", timeout=5).status_code == 401  # no token, no access
+            headers = {"authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=url, timeout=5, headers=headers) as client:
                 deadline = time.monotonic() + 10
                 while client.get("/state").json()["phase"] != "waiting_inject":
                     assert time.monotonic() < deadline, "the engine is not waiting for an injection"
@@ -75,8 +82,10 @@ def test_panel_command_waits_for_an_injection_then_runs(xvfb: str, tmp_path: Pat
                 proc.kill()
                 proc.communicate()
         assert server.problems == []
+    stderr = "".join(first_lines) + stderr
     assert proc.returncode == 0, stderr[-3000:]
-    assert f"panel at {url}" in stderr
+    assert f"panel at {url}/?token={token}" in stderr
+    assert len(token) >= 32
     summary = json.loads(stdout)
     assert summary["outcome"] == "answered" and summary["answer"] == "Nothing left to do."
     run_dir = Path(summary["run_dir"])

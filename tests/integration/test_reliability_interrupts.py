@@ -98,6 +98,7 @@ CHILD = textwrap.dedent(
         cfg = load_config(flags={
             "model.endpoint": server.endpoint, "run.runs_dir": runs_dir, "agent.toolset": "extended",
             "screen.input_backend": "xtest", "agent.max_steps": 8,
+            "agent.max_type_chars": 10000,  # the typing case types 8,100 characters in one call
         }, env={}, search_default=False)
         result = run_agent(cfg, "interrupt me", reporter=Reporter(), hands_factory=Hands, screen_factory=Screen)
     print("RESULT " + json.dumps({"outcome": result.outcome, "error": result.error, "run_dir": str(result.run_dir)}),
@@ -196,3 +197,97 @@ def test_a_signal_in_any_phase_leaves_nothing_held_and_a_complete_record(
     FIGURES.append({"phase": phase, "signal": sig.name, "outcome": result["outcome"],
                     "latency_ms": round((exited - sent_at) * 1000), "keys": len(keys),
                     "buttons": bin(buttons).count("1"), "lines": lines})
+
+
+# -- Ctrl+C at the edges: interpreter start-up and a second one during clean-up -----------------
+
+CLI_CHILD = textwrap.dedent(
+    r'''
+    import sys, time
+    from deskpilot.input import InputController
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+    original = InputController.release_all
+
+    def slow_release(self):
+        # A clean-up step long enough for the second Ctrl+C to land in it.
+        print("MARK release", flush=True)
+        time.sleep(2.0)
+        original(self)
+
+    InputController.release_all = slow_release
+    from deskpilot.cli import main
+
+    with ModelServer(ScriptedPolicy([Reply(content="thinking very slowly", delay=30)])) as server:
+        code = main(["run", "--endpoint", server.endpoint, "--dry-run", "--runs-dir", sys.argv[1], "wait for me"])
+    sys.exit(code)
+    '''
+)
+
+
+def test_a_second_ctrl_c_during_clean_up_exits_130_and_says_what_was_being_done(xvfb: str, tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(CLI_CHILD)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "runs")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "DISPLAY": xvfb, "COLUMNS": "200"})
+    signals = 0
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if "run directory:" in line and signals == 0:
+                time.sleep(0.5)  # inside the 30 s model wait
+                proc.send_signal(signal.SIGINT)
+                signals = 1
+            elif line.startswith("MARK release") and signals == 1:
+                time.sleep(0.3)
+                proc.send_signal(signal.SIGINT)
+                signals = 2
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert signals == 2, stderr
+    assert "Traceback" not in stderr, stderr
+    assert proc.returncode == 130, (proc.returncode, stderr)
+    assert "SIGINT again while releasing held keys and mouse buttons" in stderr, stderr
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert load_summary(run_dir)["outcome"] == "interrupted"
+    assert validate_run_dir(run_dir) == []
+
+
+STARTUP_CHILD = textwrap.dedent(
+    r'''
+    import sys, time, importlib.abc
+
+    class SlowImport(importlib.abc.MetaPathFinder):
+        # Stretches one import of the CLI's start-up so the signal lands inside it.
+        def find_spec(self, name, path, target=None):
+            if name == "deskpilot.agent._config":
+                print("MARK importing", file=sys.stderr, flush=True)
+                time.sleep(5)
+            return None
+
+    sys.meta_path.insert(0, SlowImport())
+    from deskpilot.cli import main
+    sys.exit(main(sys.argv[1:]))
+    '''
+)
+
+
+def test_ctrl_c_while_the_cli_starts_prints_no_traceback(tmp_path: Path) -> None:
+    script = tmp_path / "child.py"
+    script.write_text(STARTUP_CHILD)
+    proc = subprocess.Popen([sys.executable, str(script), "run", "--endpoint", "http://127.0.0.1:9/v1/chat/completions",
+                             "--runs-dir", str(tmp_path / "runs"), "x"], stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("MARK importing"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.stderr.read()
+    proc.wait(timeout=30)
+    assert "Traceback" not in rest, rest[-3000:]
+    assert proc.returncode == 130, (proc.returncode, rest)
+    assert rest.strip().splitlines()[-1] == "deskpilot: interrupted while starting", rest

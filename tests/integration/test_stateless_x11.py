@@ -31,6 +31,7 @@ from deskpilot.testing import ModelServer, ScriptedPolicy, find_color
 pytestmark = pytest.mark.x11
 
 TEXT = "stateless ✓ ok"
+PANEL_TOKEN = "browser-test-token-0123456789"
 
 
 @pytest.fixture
@@ -206,6 +207,7 @@ def test_browser_annotation_end_to_end_with_chromium(app: DemoApp, tmp_path: Pat
                 "agent.max_steps": 5,
                 "stateless.annotate": "browser",
                 "stateless.port": 0,
+                "stateless.panel_token": PANEL_TOKEN,  # the page is opened with it, as users do
                 "stateless.capture_scale_percent": 50,
                 "stateless.annotate_timeout": 30,
             },
@@ -226,7 +228,7 @@ def test_browser_annotation_end_to_end_with_chromium(app: DemoApp, tmp_path: Pat
                     url = orjson.loads(found[0].read_bytes())["panel"]
                 time.sleep(0.05)
             assert url, "the engine never started its panel"
-            session = browser.open(url + "/")
+            session = browser.open(f"{url}/?token={PANEL_TOKEN}")
             runner.join(90)
             assert not runner.is_alive(), "the run did not finish"
             posted = browser.evaluate(session, "document.body.dataset.posted")

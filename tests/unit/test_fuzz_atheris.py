@@ -28,6 +28,8 @@ HARNESS = textwrap.dedent(
     with atheris.instrument_imports(include=["deskpilot"]):
         import orjson
         from deskpilot._errors import InvalidBoxError
+        from deskpilot._untrusted import terminal_text, token_count
+        from deskpilot.agent._runlog import dumps_json
         from deskpilot.agent._sse import SSEDecoder, StreamAssembler
         from deskpilot.agent._toolcalls import parse_arguments, parse_message_tool_calls, split_content_tool_calls
         from deskpilot.agent.stateless._protocol import parse_vlm_output
@@ -46,6 +48,25 @@ HARNESS = textwrap.dedent(
     def stateless(data):
         out = parse_vlm_output(text_of(data))
         assert all(r.reason for r in out.rejected)
+        dumps_json(out.as_record())
+
+
+    CONTROLS = frozenset(chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (9, 10))
+
+
+    def model_output(data):
+        # Raw bytes as the model may write them, surrogates included (issue 14).
+        text = data.decode("utf-16-le", "surrogatepass") if len(data) % 2 == 0 else data.decode("latin-1")
+        shown = terminal_text(text)
+        assert not CONTROLS.intersection(shown)
+        shown.encode("utf-8")
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            value = text
+        assert token_count(value) >= 0
+        out = parse_vlm_output(text)
+        dumps_json(out.as_record())
 
 
     def toolcalls(data):
@@ -90,7 +111,8 @@ HARNESS = textwrap.dedent(
         find_secrets(text)
 
 
-    TARGETS = {"stateless": stateless, "toolcalls": toolcalls, "box": box, "sse": sse, "safety": safety}
+    TARGETS = {"stateless": stateless, "toolcalls": toolcalls, "box": box, "sse": sse, "safety": safety,
+               "model_output": model_output}
     target = TARGETS[sys.argv.pop(1)]
     atheris.Setup(sys.argv, target)
     atheris.Fuzz()
@@ -98,7 +120,7 @@ HARNESS = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("target", ["stateless", "toolcalls", "box", "sse", "safety"])
+@pytest.mark.parametrize("target", ["stateless", "toolcalls", "box", "sse", "safety", "model_output"])
 def test_atheris_finds_no_crash(tmp_path: Path, target: str) -> None:
     harness = tmp_path / "harness.py"
     harness.write_text(HARNESS)

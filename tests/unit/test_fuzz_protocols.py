@@ -25,7 +25,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deskpilot._errors import InvalidBoxError, ModelError
+from deskpilot._untrusted import terminal_text, token_count
 from deskpilot.agent._client import ChatClient
+from deskpilot.agent._runlog import dumps_json
 from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent._sse import SSEDecoder, StreamAssembler
 from deskpilot.agent._toolcalls import parse_message_tool_calls, split_content_tool_calls
@@ -182,6 +184,9 @@ vlm_texts = st.one_of(
               st.text(max_size=20)),
     st.builds(lambda obj, cut: json.dumps(obj)[:cut], vlm_objects, st.integers(0, 200)),
     st.builds(lambda pre, obj: f"<think>{pre}</think>{json.dumps(obj)},", st.text(max_size=20), vlm_objects),
+    # Lone surrogate escapes only the standard library's JSON reader accepts (issue 14).
+    st.builds(lambda obs, cp, acts: f'{{"observation": {json.dumps(obs)[:-1]}\\u{cp:04x}", "actions": {json.dumps(acts)}}}',
+              st.text(max_size=20), st.integers(0xD800, 0xDFFF), st.lists(action_items, max_size=3)),
 )
 
 
@@ -198,7 +203,7 @@ def test_stateless_replies_parse_without_crashing_and_reject_with_reasons(text: 
         for attr in ("x1", "y1", "x2", "y2"):
             value = getattr(action, attr, None)
             assert value is None or 0 <= value <= 1000
-    json.dumps(out.as_record())
+    dumps_json(out.as_record())  # what the run files are written with (UTF-8, no lone surrogates)
 
 
 # ------------------------------------------------------------------- SSE
@@ -284,3 +289,32 @@ def test_the_client_answers_any_response_with_a_completion_or_a_model_error(
             await client.aclose()
 
     asyncio.run(run())
+
+
+# ------------------------------------------------------------------- model text and numbers
+
+CONTROL_CHARS = frozenset(chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A))
+hostile_texts = st.one_of(
+    st.text(max_size=200),
+    st.lists(st.sampled_from(["\x1b]52;c;", "aGk=", "\x07", "\x1b\\", "\x1b[", "31m", "\x9b", "\x9d", "\r", "\u202e",
+                              "\ud800", "ok", "\n"]), max_size=20).map("".join),
+)
+
+
+@FUZZ
+@given(hostile_texts, st.booleans())
+def test_model_text_reaches_the_terminal_without_control_characters(text: str, one_line: bool) -> None:
+    COUNTS["terminal_text"] += 1
+    shown = terminal_text(text, one_line=one_line)
+    assert not CONTROL_CHARS.intersection(shown)
+    assert ("\n" in shown) is (not one_line and "\n" in text)
+    shown.encode("utf-8")  # no lone surrogate either
+
+
+@FUZZ
+@given(json_values)
+def test_any_usage_value_counts_as_a_non_negative_int(value: Any) -> None:
+    COUNTS["usage"] += 1
+    count = token_count(value)
+    assert type(count) is int and 0 <= count < 10**15
+    orjson.dumps({"prompt_tokens": count})

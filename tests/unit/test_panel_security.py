@@ -287,8 +287,11 @@ def test_token_is_required_on_every_request_and_set_as_a_cookie(
 
 
 def test_resolve_token() -> None:
-    assert resolve_token("") == (None, False)
-    assert resolve_token("  ") == (None, False)
+    assert resolve_token("off") == (None, False)  # only an explicit choice turns it off
+    assert resolve_token(" OFF ") == (None, False)
+    for unset in ("", "  "):
+        empty_token, empty_generated = resolve_token(unset)
+        assert empty_generated and empty_token is not None and len(empty_token) >= 32
     token, generated = resolve_token("generate")
     assert generated and token is not None and len(token) >= 32
     assert resolve_token("generate")[0] != token

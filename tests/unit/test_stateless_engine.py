@@ -341,6 +341,7 @@ def test_browser_annotation_round_trip_and_timeout_fallback(tmp_path: Path) -> N
             desk=desk,
             annotate="browser",
             panel="on",
+            panel_token="off",  # the stand-in page talks to it directly (tokens: test_robust_panel)
             port=0,
             annotate_timeout=2.0,  # turn 2 waits this long; the answered turns take ~50 ms
         )
@@ -451,6 +452,7 @@ def test_injection_starts_the_loop(tmp_path: Path) -> None:
         inject_timeout=10,
         port=0,
         panel="auto",
+        panel_token="off",  # posted without one (tokens: test_robust_panel)
     )
     thread.join(5)
     assert injected == [202]
@@ -625,9 +627,10 @@ def test_a_stop_during_an_action_ends_the_run(tmp_path: Path) -> None:
 
 def test_panel_beyond_loopback_needs_a_token() -> None:
     with pytest.raises(ValueError, match="PANEL_TOKEN"):
-        StatelessSettings(host="0.0.0.0", panel="on")
+        StatelessSettings(host="0.0.0.0", panel="on", panel_token="off")
     with pytest.raises(ValueError, match="PANEL_TOKEN"):
-        StatelessSettings(host="192.168.1.5", boot_enabled=False)  # auto: the panel starts
+        StatelessSettings(host="192.168.1.5", boot_enabled=False, panel_token="off")  # auto: the panel starts
+    assert StatelessSettings(host="0.0.0.0", panel="on").panel_token == "generate"  # the default
     assert StatelessSettings(host="0.0.0.0", panel="on", panel_token="generate").panel_enabled()
     assert StatelessSettings(host="0.0.0.0", panel="on", panel_token="x" * 16).panel_token
     # No panel, nothing listens: the address does not matter.

@@ -28,11 +28,33 @@ def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> bool:
     return predicate()
 
 
+def watch_backend() -> Any:
+    """The real Win32 watch backend, built in the watcher thread as the switch does.
+
+    Under Wine the thread's message queue is created first (PeekMessage, the idiom Microsoft
+    gives for PostThreadMessage): Wine 8's wineserver stores ``current->queue`` in the hotkey
+    without creating it (server/queue.c:2919, DECL_HANDLER(register_hotkey)) and dereferences
+    it when the hotkey fires (server/queue.c:1495, queue_hotkey_message), so the server
+    crashes. On Windows RegisterHotKey, a user32 call, gives the thread its queue itself, and
+    the product calls it as documented. docs/wine-deviations.md.
+    """
+    import ctypes
+
+    from wine import on_wine
+
+    from deskpilot.safety._killswitch import Win32WatchBackend
+
+    if on_wine():
+        msg = ctypes.create_string_buffer(64)  # MSG is 48 bytes on Win64
+        ctypes.WinDLL("user32").PeekMessageW(msg, None, 0, 0, 0)  # PM_NOREMOVE
+    return Win32WatchBackend()
+
+
 def test_hotkey_ctrl_alt_q_trips_the_switch(target: Any, sendinput: Any) -> None:
     from deskpilot.input._keys import resolve_key
     from deskpilot.safety import KillSwitch
 
-    with KillSwitch(poll_interval=POLL, corner=False) as switch:
+    with KillSwitch(poll_interval=POLL, corner=False, backend=watch_backend) as switch:
         assert not switch.tripped
         keys = [resolve_key(k) for k in ("ctrl", "alt", "q")]
         for key in keys:

@@ -66,6 +66,7 @@ from deskpilot.agent._toolcalls import (
 
 __all__ = [
     "DEFAULT_ENDPOINT",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DEFAULT_MODEL",
     "ChatClient",
     "Completion",
@@ -83,6 +84,9 @@ _BODY_EXCERPT = 500
 # Error bodies larger than this are not read in full: an excerpt is all a message needs.
 _MAX_ERROR_BODY = 64 * 1024
 _DRAIN_TIMEOUT = 2.0
+#: The default cap on an answer's body (``model.max_response_mb``): answers are kilobytes;
+#: a runaway or hostile server must not take the agent's memory.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 ToolCallCallback = Callable[[ToolCall], "Awaitable[None] | None"]
 
@@ -161,8 +165,10 @@ class _Retryable(Exception):
 class ChatClient:
     """Async client for an OpenAI-compatible chat-completions endpoint.
 
-    ``timeout`` (seconds; LMSTUDIO_TIMEOUT) bounds connecting, sending and each read (for a
-    stream: the gap between two chunks). ``transport`` is the httpx test seam
+    ``timeout`` (seconds; LMSTUDIO_TIMEOUT) is one deadline per HTTP request: connecting,
+    sending, the headers and the whole body, streamed or not (a server that drip-feeds
+    bytes or keeps a stream alive with comments is cut off at it). ``max_response_bytes``
+    caps an answer's body (a bigger one is a :class:`ModelResponseError`, not retried). ``transport`` is the httpx test seam
     (``httpx.MockTransport``). ``exchange_log`` gets one sanitized record per attempt.
     ``parse_content_tool_calls`` turns ``<tool_call>{...}</tool_call>`` text into tool
     calls when a server returns none natively. Use as ``async with ChatClient(...) as c``
@@ -187,7 +193,10 @@ class ChatClient:
         transport: httpx.AsyncBaseTransport | None = None,
         parse_content_tool_calls: bool = True,
         num_ctx: int = 0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be >= 1, got {max_response_bytes!r}")
         if timeout <= 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
         if max_retries < 0:
@@ -199,6 +208,7 @@ class ChatClient:
         self.endpoint = endpoint
         self.model = model
         self.timeout = float(timeout)
+        self.max_response_bytes = int(max_response_bytes)
         self.max_retries = int(max_retries)
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
@@ -262,23 +272,32 @@ class ChatClient:
     async def models(self) -> list[str]:
         """Ids the server lists at ``/v1/models`` (for ``deskpilot doctor``)."""
         url = self.models_url
+
+        async def fetch() -> tuple[int, bytes]:
+            async with self._http.stream("GET", url, headers=self._headers) as response:
+                parts = [chunk async for chunk in self._capped(response, attempt=1, context=None)]
+                return response.status_code, b"".join(parts)
+
         try:
-            response = await self._http.get(url, headers=self._headers)
+            # One deadline and the body cap, as for completions.
+            status, content = await asyncio.wait_for(fetch(), self.timeout)
+        except asyncio.TimeoutError as exc:
+            raise self._deadline_error(attempts=1, context=None, status=None, streamed=False) from exc
         except httpx.TimeoutException as exc:
             raise self._timeout_error(exc, attempts=1, context=None, url=url) from exc
         except httpx.HTTPError as exc:
             raise self._connection_error(exc, attempts=1, context=None, url=url) from exc
-        if response.status_code >= 400:
-            raise self._http_error(response.status_code, response.content, attempts=1, context=None, url=url)
+        if status >= 400:
+            raise self._http_error(status, content, attempts=1, context=None, url=url)
         try:
-            data = orjson.loads(response.content)
+            data = orjson.loads(content)
         except orjson.JSONDecodeError as exc:
             raise self._response_error(
-                f"{url} did not answer JSON", response.content, attempts=1, context=None
+                f"{url} did not answer JSON", content, attempts=1, context=None
             ) from exc
         items = data.get("data") if isinstance(data, dict) else None
         if not isinstance(items, list):
-            raise self._response_error(f"{url} answered no model list", response.content, attempts=1, context=None)
+            raise self._response_error(f"{url} answered no model list", content, attempts=1, context=None)
         return [str(item["id"]) for item in items if isinstance(item, dict) and "id" in item]
 
     async def get_json(self, url: str, *, timeout: float = 5.0) -> tuple[Any, dict[str, str]]:
@@ -426,45 +445,60 @@ class ChatClient:
         log_response: Any = None
         streamed = False
         emitted: list[ToolCall] = []
+
+        async def exchange() -> tuple[Completion, Any]:
+            nonlocal status, ttfb, log_response, streamed
+            async with self._http.stream(
+                "POST", self.endpoint, content=payload if wire is None else wire, headers=self._headers
+            ) as response:
+                ttfb = time.perf_counter() - t0
+                status = response.status_code
+                ctype = response.headers.get("content-type", "")
+                if status >= 300 or status < 200:
+                    body = await _read_limited(response, _MAX_ERROR_BODY)
+                    log_response = _body_for_log(body)
+                    error = self._http_error(status, body, attempts=attempt, context=context,
+                                             location=response.headers.get("location"))
+                    verdict = classify_http_error(status, body, response.headers)
+                    error.details["retry"] = verdict.kind
+                    if verdict.kind == "permanent" or status not in _RETRY_STATUSES:
+                        raise error
+                    self._check_wait(error, verdict.wait)
+                    raise _Retryable(error, verdict.wait)
+                # Every body is read through the size cap (model.max_response_mb).
+                chunks = self._capped(response, attempt=attempt, context=context)
+                head = await _first_bytes(chunks)
+                if self.native_ollama:
+                    streamed = "ndjson" in ctype
+                    completion, log_response = await self._read_native(
+                        _prepend(head, chunks), ctype, t0=t0, attempt=attempt, context=context,
+                        on_tool_call=on_tool_call, emitted=emitted,
+                    )
+                elif _is_event_stream(ctype, head):
+                    streamed = True
+                    completion, log_response = await self._read_stream(
+                        _prepend(head, chunks), t0=t0, attempt=attempt, context=context,
+                        on_tool_call=on_tool_call, emitted=emitted,
+                    )
+                else:
+                    body = b"".join([head, *[chunk async for chunk in chunks]])
+                    completion, log_response = await self._read_json(
+                        body, ctype, attempt=attempt, context=context, on_tool_call=on_tool_call,
+                        t0=t0,
+                    )
+                return completion, log_response
+
         try:
             try:
-                async with self._http.stream(
-                    "POST", self.endpoint, content=payload if wire is None else wire, headers=self._headers
-                ) as response:
-                    ttfb = time.perf_counter() - t0
-                    status = response.status_code
-                    ctype = response.headers.get("content-type", "")
-                    if status >= 300 or status < 200:
-                        body = await _read_limited(response, _MAX_ERROR_BODY)
-                        log_response = _body_for_log(body)
-                        error = self._http_error(status, body, attempts=attempt, context=context,
-                                                 location=response.headers.get("location"))
-                        verdict = classify_http_error(status, body, response.headers)
-                        error.details["retry"] = verdict.kind
-                        if verdict.kind == "permanent" or status not in _RETRY_STATUSES:
-                            raise error
-                        self._check_wait(error, verdict.wait)
-                        raise _Retryable(error, verdict.wait)
-                    chunks = response.aiter_bytes()
-                    head = await _first_bytes(chunks)
-                    if self.native_ollama:
-                        streamed = "ndjson" in ctype
-                        completion, log_response = await self._read_native(
-                            _prepend(head, chunks), ctype, t0=t0, attempt=attempt, context=context,
-                            on_tool_call=on_tool_call, emitted=emitted,
-                        )
-                    elif _is_event_stream(ctype, head):
-                        streamed = True
-                        completion, log_response = await self._read_stream(
-                            _prepend(head, chunks), t0=t0, attempt=attempt, context=context,
-                            on_tool_call=on_tool_call, emitted=emitted,
-                        )
-                    else:
-                        body = head + b"".join([chunk async for chunk in chunks])
-                        completion, log_response = await self._read_json(
-                            body, ctype, attempt=attempt, context=context, on_tool_call=on_tool_call,
-                            t0=t0,
-                        )
+                # One deadline for the whole request (httpx's timeout is per read, which a
+                # server dripping a byte at a time, or a stream of keep-alive comments,
+                # never trips).
+                completion, log_response = await asyncio.wait_for(exchange(), self.timeout)
+            except asyncio.TimeoutError as exc:
+                error_d = self._deadline_error(attempts=attempt, context=context, status=status, streamed=streamed)
+                if self.retry_timeouts and not emitted:
+                    raise _Retryable(error_d) from exc
+                raise error_d from exc
             except httpx.TimeoutException as exc:
                 error_t = self._timeout_error(exc, attempts=attempt, context=context)
                 if isinstance(exc, httpx.ConnectTimeout) or (self.retry_timeouts and not emitted):
@@ -779,6 +813,44 @@ class ChatClient:
             message = f"cannot talk to {url}: {reason}"
         return ModelConnectionError(message, **self._details(attempts, context, status=status, cause=reason))
 
+    async def _capped(
+        self, response: httpx.Response, *, attempt: int, context: dict[str, Any] | None
+    ) -> AsyncIterator[bytes]:
+        """The body's chunks, refused (ModelResponseError) past ``max_response_bytes``."""
+        limit = self.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise self._too_large(f"announces {int(declared)} bytes", attempts=attempt, context=context)
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise self._too_large(f"sent more than {limit} bytes", attempts=attempt, context=context)
+            yield chunk
+
+    def _too_large(self, what: str, *, attempts: int, context: dict[str, Any] | None) -> ModelResponseError:
+        return ModelResponseError(
+            f"{self.endpoint} answered a body that {what}, over the limit of "
+            f"{self.max_response_bytes} bytes (model.max_response_mb); not read further",
+            **self._details(attempts, context, limit_bytes=self.max_response_bytes),
+        )
+
+    def _deadline_error(
+        self, *, attempts: int, context: dict[str, Any] | None, status: int | None, streamed: bool
+    ) -> ModelTimeoutError:
+        if status is None:
+            phase = "waiting for the answer's headers from"
+        else:
+            phase = f"reading the {'stream' if streamed else 'answer'} from"
+        message = (
+            f"timed out: no complete answer within {self.timeout:g} s (one deadline per request) {phase} "
+            f"{self.endpoint}: the model may be slow or the server stalled; raise LMSTUDIO_TIMEOUT "
+            f"(now {self.timeout:g})"
+        )
+        return ModelTimeoutError(
+            message, **self._details(attempts, context, timeout_s=self.timeout, phase=phase, status=status)
+        )
+
     def _timeout_error(
         self, exc: httpx.TimeoutException, *, attempts: int, context: dict[str, Any] | None,
         url: str | None = None,
@@ -849,13 +921,16 @@ _SSE_FIELDS = (b"data:", b"event:", b"id:", b"retry:", b":")
 
 
 async def _first_bytes(chunks: AsyncIterator[bytes]) -> bytes:
-    """The body up to its first non-blank chunk (b"" for an empty body)."""
-    head = b""
+    """The body up to its first non-blank chunk (b"" for an empty body).
+
+    Each chunk is looked at once and joined once: linear in the leading whitespace (the
+    former ``head += chunk; head.strip()`` was quadratic)."""
+    parts: list[bytes] = []
     async for chunk in chunks:
-        head += chunk
-        if head.strip():
+        parts.append(chunk)
+        if chunk.strip():
             break
-    return head
+    return b"".join(parts)
 
 
 def _is_event_stream(ctype: str, head: bytes) -> bool:

@@ -107,7 +107,14 @@ class ModelSettings:
         help="chat completions URL (LM Studio, llama.cpp, vLLM, Ollama, OpenAI)",
     )
     model: str = setting("qwen3-vl-8b-instruct", env="LMSTUDIO_MODEL", help="model identifier")
-    timeout: float = setting(240.0, env="LMSTUDIO_TIMEOUT", minimum=0.001, help="seconds per request")
+    timeout: float = setting(
+        240.0, env="LMSTUDIO_TIMEOUT", minimum=0.001,
+        help="seconds per request: one deadline for headers and the whole body, streamed or not",
+    )
+    max_response_mb: float = setting(
+        32.0, env="LMSTUDIO_MAX_RESPONSE_MB", minimum=0.001, maximum=4096.0,
+        help="largest answer body accepted (MiB); a bigger one ends the request with a clear error",
+    )
     temperature: float = setting(0.6, env="LMSTUDIO_TEMPERATURE", minimum=0.0, maximum=2.0)
     max_tokens: int = setting(2048, env="LMSTUDIO_MAX_TOKENS", minimum=1)
     stream: bool = setting(False, env="LMSTUDIO_STREAM", help="use SSE streaming")
@@ -200,6 +207,10 @@ class LoopSettings:
     )
     no_effect_repeats: int = setting(3, env="AGENT_NO_EFFECT_REPEATS", minimum=0, help="0 = off")
     dry_run: bool = setting(False, env="AGENT_DRY_RUN", help="record input instead of sending it")
+    max_type_chars: int = setting(
+        2000, env="AGENT_MAX_TYPE_CHARS", minimum=1, maximum=1_000_000,
+        help="longest text one type_text call may type (single and team mode)",
+    )
 
     @property
     def effective_step_delay(self) -> float:

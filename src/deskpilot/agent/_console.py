@@ -15,6 +15,7 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+from deskpilot._untrusted import terminal_text
 from deskpilot.agent._timings import OVERHEAD, PHASES
 from deskpilot.agent._tools import toolset_label
 
@@ -132,7 +133,7 @@ def _result_text(record: Mapping[str, Any]) -> Text:
     if not result.get("ok"):
         err = result.get("error") or {}
         count = result.get("denied") if err.get("type") == "policy_denied" else None
-        return Text(f"✗ {err.get('type')}" + (f" ×{count}" if count and count > 1 else ""), style="red")
+        return Text(terminal_text(f"✗ {err.get('type')}", one_line=True) + (f" ×{count}" if count and count > 1 else ""), style="red")
     if "changed" in result:
         if result.get("warning"):
             return Text(f"no effect ×{result.get('no_effect_repeats')}", style="yellow")
@@ -174,8 +175,8 @@ class ConsoleReporter:
     def start(self, info: Mapping[str, Any]) -> None:
         c = self.console
         c.print(Text.assemble(("deskpilot ", "bold"), (f"{info.get('mode')} mode", "cyan"), f" · tools {toolset_label(str(info.get('toolset')))}"))
-        c.print(Text.assemble("task: ", (str(info.get("task")), "bold")))
-        c.print(f"model: {self.model_label or info.get('model')} at {info.get('endpoint')}")
+        c.print(Text.assemble("task: ", (terminal_text(info.get("task")), "bold")))
+        c.print(Text(terminal_text(f"model: {self.model_label or info.get('model')} at {info.get('endpoint')}", one_line=True)))
         screen = info.get("screen") or {}
         c.print(
             f"screen: {screen.get('physical_size')} -> image {screen.get('image_size')} · input: {info.get('input')}"
@@ -202,7 +203,9 @@ class ConsoleReporter:
             (f"{record.get('turn'):>3} ", "bold"),
             # Padded to the longest role name, never cut ("stateless", "commander").
             (f"{record.get('role', ''):<{_ROLE_WIDTH}} " if record.get("role") not in (None, "agent") else ""),
-            format_action(record),
+            # Everything in a turn line may come from the model: no control character
+            # (escape sequence, OSC 52 clipboard write) reaches the terminal.
+            terminal_text(format_action(record), one_line=True),
             "  ",
             _result_text(record),
         )
@@ -223,9 +226,9 @@ class ConsoleReporter:
         c.print(Text.assemble("outcome: ", (outcome, f"bold {_OUTCOME_STYLE.get(outcome, '')}"), f" after {summary.get('steps')} steps"
                               f" in {summary.get('duration_s', 0):.1f} s"))
         if summary.get("error"):
-            c.print(Text(f"error: {summary['error']}", style="red"))
+            c.print(Text(terminal_text(f"error: {summary['error']}"), style="red"))
         if summary.get("answer"):
-            c.print(Text.assemble("answer: ", (str(summary["answer"]), "bold")))
+            c.print(Text.assemble("answer: ", (terminal_text(summary["answer"]), "bold")))
         phases = summary.get("phases") or {}
         if phases:
             c.print(phase_table(phases))

@@ -34,10 +34,14 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
+
+from deskpilot._untrusted import scrub_surrogates
+from deskpilot.agent._runlog import LineFile, RunLogError
 
 __all__ = [
     "ExchangeLog",
@@ -189,9 +193,12 @@ class ExchangeLog:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_text = max_text
-        self._fsync = fsync
         self._lock = threading.Lock()
-        self._file: IO[bytes] | None = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+        # The run files' one line writer: a failed write is rolled back, never half a line.
+        self._file: LineFile | None = LineFile(self.path, fsync=fsync)
+        #: Told (once) when a line cannot be written (disk full, run directory gone);
+        #: the line is then dropped instead of raised into the HTTP client.
+        self.on_failure: Callable[[RunLogError], None] | None = None
         self._seq = 0
         self._cache = _DigestCache()
 
@@ -251,14 +258,21 @@ class ExchangeLog:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append any JSON-ready record as one line (flushed)."""
-        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE, default=str)
+        try:
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE, default=str)
+        except TypeError:  # a lone surrogate from the server: kept as U+FFFD
+            line = orjson.dumps(scrub_surrogates(record), option=orjson.OPT_APPEND_NEWLINE, default=str)
         with self._lock:
             if self._file is None:
                 raise ValueError(f"exchange log {self.path} is closed")
-            self._file.write(line)
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            file = self._file
+        try:
+            file.append(line)
+        except RunLogError as exc:
+            callback = self.on_failure
+            if callback is None:
+                raise
+            callback(exc)
 
     def close(self) -> None:
         with self._lock:

@@ -242,6 +242,8 @@ class History:
             raise ValueError(f"add_assistant got a message with role {msg['role']!r}")
         if msg.get("content") is None:
             msg["content"] = ""
+        if msg.get("tool_calls"):
+            msg["tool_calls"] = [_bounded_call(c) for c in msg["tool_calls"]]
         entry = self._append_entry(msg, "assistant")
         content = msg.get("content")
         entry.has_think = isinstance(content, str) and "think>" in content
@@ -607,3 +609,23 @@ def _json_safe_ascii(url: bytes) -> bool:
         return False
     # numpy's min is a vectorized pass (~0.02 ms per 1.5 MB; bytes.translate takes ~1 ms).
     return int(np.frombuffer(url, dtype=np.uint8).min()) >= 0x20
+
+
+#: Past tool-call arguments longer than this are not echoed back to the model verbatim:
+#: a model that wrote megabytes of arguments once would otherwise resend them (and pay
+#: for them) in every later request.
+MAX_ECHOED_ARGUMENTS_CHARS = 4000
+
+
+def _bounded_call(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if not isinstance(function, dict):
+        return call
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str) or len(arguments) <= MAX_ECHOED_ARGUMENTS_CHARS:
+        return call
+    # Still a JSON object: llama.cpp and some chat templates parse past arguments.
+    shortened = orjson.dumps(
+        {"omitted_arguments": arguments[:200], "characters": len(arguments)}
+    ).decode()
+    return {**call, "function": {**function, "arguments": shortened}}

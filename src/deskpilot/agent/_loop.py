@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import contextvars
 import dataclasses
 import os
 import platform
@@ -51,6 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import httpx
+import orjson
 
 from deskpilot import imaging
 from deskpilot._errors import (
@@ -61,6 +63,7 @@ from deskpilot._errors import (
     PlatformError,
     RunInterrupted,
 )
+from deskpilot._untrusted import token_count
 from deskpilot._version import __version__
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
@@ -72,7 +75,7 @@ from deskpilot.agent._history import (
     image_token_rule,
     png_data_url,
 )
-from deskpilot.agent._runlog import RunLog
+from deskpilot.agent._runlog import RunLog, RunLogError, dumps_json
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Probe, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._servers import ServerProfile
@@ -121,6 +124,30 @@ __all__ = [
 ]
 
 R = TypeVar("R")
+
+
+#: The stop reason when a run file cannot be written.
+_RUN_FILES = "run files"
+
+
+class _Shutdown:
+    """What a stopping run is doing, for a second Ctrl+C to say (and the CLI to print)."""
+
+    __slots__ = ("phase",)
+
+    def __init__(self) -> None:
+        #: None until the run's signal handlers are installed; then "running" and,
+        #: once the run stops, the clean-up step in progress.
+        self.phase: str | None = None
+
+
+_SHUTDOWN: contextvars.ContextVar[_Shutdown | None] = contextvars.ContextVar("deskpilot_shutdown", default=None)
+
+
+def _phase(text: str) -> None:
+    shutdown = _SHUTDOWN.get()
+    if shutdown is not None:
+        shutdown.phase = text
 
 
 class _SetupInterrupted(Exception):
@@ -476,8 +503,8 @@ class Session:
             self.steps += 1
         turn.reply_at = time.perf_counter()
         usage = completion.usage or {}
-        self.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-        self.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        self.totals["prompt_tokens"] += token_count(usage.get("prompt_tokens"))
+        self.totals["completion_tokens"] += token_count(usage.get("completion_tokens"))
         self.last_content = completion.content
         turn.record["model"] = completion.as_record()
         if redaction is not None and completion.tool_calls:
@@ -840,6 +867,8 @@ async def run_agent_async(
             exchange = _RedactingExchangeLog(runlog.exchange_log_path, redaction)
     elif config.run.exchange_log:
         exchange = ExchangeLog(runlog.exchange_log_path)
+    if exchange is not None:
+        exchange.on_failure = runlog.fail  # one failure path for every run file
     guard: SafetyGuard | None = None
     capture = _ThreadBound("deskpilot-capture")
     client: ChatClient | None = None
@@ -860,13 +889,33 @@ async def run_agent_async(
     started_wall = time.time()
     extra: dict[str, Any] = {}
 
+    shutdown = _SHUTDOWN.get()
+    if shutdown is None:
+        shutdown = _Shutdown()
+        _SHUTDOWN.set(shutdown)
+
     def stop(reason: str) -> None:
+        if interrupted and reason in ("SIGINT", "SIGTERM") and shutdown.phase not in (None, "running"):
+            # Pressed again while the run cleans up: the clean-up is bounded (held input
+            # is released first, each step has a timeout), so say what it is doing.
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"deskpilot: {reason} again while {shutdown.phase}; exiting as soon as that is done\n")
+                sys.stderr.flush()
+            return
         if not interrupted:
             interrupted.append(reason)
         if ctx is not None:
             ctx.stop.set()
         if mode_task is not None and not mode_task.done():
             mode_task.cancel()
+
+    def run_files_failed(exc: RunLogError) -> None:
+        # From the writer thread (or the loop): the disk refused a run file. The run
+        # stops like an interrupt; the outcome is an error that says which file and why.
+        with contextlib.suppress(RuntimeError):  # the loop already closed: nothing to stop
+            loop.call_soon_threadsafe(stop, _RUN_FILES)
+
+    runlog.on_failure = run_files_failed
 
     def time_up() -> None:
         # Whichever bound fires first, the loop's timer or the kill switch's budget
@@ -886,6 +935,7 @@ async def run_agent_async(
                 except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
                     previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
                     replaced.append((sig, previous))
+        shutdown.phase = "running"
         runlog.write_run_info(
             {
                 "task": text,
@@ -909,6 +959,7 @@ async def run_agent_async(
             model.endpoint,
             model.model,
             timeout=model.timeout,
+            max_response_bytes=max(1, int(model.max_response_mb * 1024 * 1024)),
             max_retries=model.retries,
             stream=model.stream,
             api_key=model.api_key or None,
@@ -952,6 +1003,7 @@ async def run_agent_async(
             mapping=first.mapping,
             monitor=screen.monitor,
             seed_delays=config.agent.settle == "fixed",
+            max_type_chars=config.agent.max_type_chars,
             _executor=input_thread,
         )
         desktop = watch_desktop if watch_desktop is not None else drives_desktop(hands)
@@ -967,6 +1019,10 @@ async def run_agent_async(
             ctx.hands = guard.wrap_hands(hands)
             if redaction is not None and redaction.typed is not None:
                 guard.typed_texts = redaction.typed  # texts it checks are texts typed
+            if redaction is not None:
+                # Pieces of a secret typed across calls, found by the policy: redacted
+                # from every record written from then on (and the earlier ones at the end).
+                redaction.secret_pieces = guard.sequence.secret_pieces
         session = Session(
             config=config,
             task=text,
@@ -1018,6 +1074,10 @@ async def run_agent_async(
             outcome = "max_time" if interrupted[0] == "max_time" else "interrupted"
             error = None if outcome == "max_time" else f"stopped by {interrupted[0]}"
             answer = strip_think(session.last_content)
+        except RunLogError:
+            if runlog.failure is None:
+                raise
+            answer = strip_think(session.last_content)
         except StepLimit:
             outcome, answer = "max_steps", strip_think(session.last_content)
         except KeyboardInterrupt:
@@ -1049,7 +1109,7 @@ async def run_agent_async(
         _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
         await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                        orphan=(input_thread, early_hands))
-        _restore(replaced)
+        _uninstall(loop, installed, replaced)
         raise
     except BaseException:  # cancelled from outside: no record to write, but disarm and release
         if guard is not None:
@@ -1060,10 +1120,14 @@ async def run_agent_async(
     if guard is not None:
         extra["safety"] = _safety_record(guard, session)
     summary = _finish(runlog, session, text, mode_spec.name, outcome, answer, error, extra, reporter, started_wall)
+    outcome, error = summary["outcome"], summary["error"]
     await _cleanup(ctx, screen, capture, client, exchange, runlog, installed, loop, timer_handle, guard,
                    orphan=(input_thread, early_hands))
-    _restore(replaced)
+    if redaction is not None and redaction.secret_pieces:
+        _phase("redacting the pieces of a secret from the run files")
+        _scrub_run_files(runlog, redaction.secret_pieces)
     if config.run.lmstudio_logs != "off":
+        _phase("exporting the LM Studio logs")
         from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
 
         exported = export_lmstudio_logs(
@@ -1077,6 +1141,7 @@ async def run_agent_async(
         if exported:
             summary["lmstudio_logs"] = [str(p.name) for p in exported]
             runlog.write_summary(summary)
+    _uninstall(loop, installed, replaced)
     return RunResult(outcome, answer, session.steps if session else 0, runlog.path, summary, error)
 
 
@@ -1188,6 +1253,7 @@ class _RunRedaction:
         self._tools: list[dict[str, Any]] | None = None
         #: The run's text protocol (UI-TARS), whose typed texts sit in the reply text.
         self.text_protocol: Any = None
+        self.secret_pieces: list[str] = []
 
     def learn_tools(self, tools: list[dict[str, Any]]) -> None:
         if self.typed is None or tools is self._tools:
@@ -1205,7 +1271,8 @@ class _RunRedaction:
     def record(self, record: Any, *, images: bool = True) -> Any:
         if self.typed is not None and self.text_protocol is not None:
             self._learn_text_calls(record)
-        return redact(record, self.options if images else self._no_images, typed=self.typed)
+        out = redact(record, self.options if images else self._no_images, typed=self.typed)
+        return _mask_pieces(out, self.secret_pieces) if self.secret_pieces else out
 
     def _learn_text_calls(self, value: Any) -> None:
         """Typed texts of text-protocol actions (``type(content='...')``) in any string."""
@@ -1223,9 +1290,64 @@ class _RunRedaction:
                 self._learn_text_calls(item)
 
     def text(self, text: str) -> str:
+        if self.secret_pieces:
+            text = _mask_pieces(text, self.secret_pieces)
         if self.typed is not None:
             text = self.typed.mask(text)
         return redact_text(text, self.options.detectors) if self.options.secrets else text
+
+
+SPLIT_SECRET_MARK = "[REDACTED:split_secret]"
+MIN_PIECE_CHARS = 4
+
+
+def _mask_pieces(value: Any, pieces: list[str]) -> Any:
+    """``value`` with every piece of a secret typed across calls replaced (in strings,
+    JSON argument strings included: secret alphabets need no JSON escapes)."""
+    if isinstance(value, str):
+        for piece in sorted(set(pieces), key=len, reverse=True):
+            # Shorter pieces are not secrets on their own and would mask ordinary words.
+            if len(piece.strip()) >= MIN_PIECE_CHARS and piece in value:
+                value = value.replace(piece, SPLIT_SECRET_MARK)
+        return value
+    if isinstance(value, list):
+        return [_mask_pieces(v, pieces) for v in value]
+    if isinstance(value, dict):
+        return {k: _mask_pieces(v, pieces) for k, v in value.items()}
+    return value
+
+
+def _scrub_run_files(runlog: RunLog, pieces: list[str]) -> None:
+    """Lines written before a split secret was recognised hold its earlier pieces: rewrite
+    those files with them redacted (atomically; a file that cannot be rewritten is noted)."""
+    for name in ("turns.jsonl", "exchange.jsonl", "execution_log.txt"):
+        path = runlog.path / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            runlog.errors.append(f"redacting {name}: {exc}")
+            continue
+        if name.endswith(".jsonl"):
+            # Values only, line by line: a piece may also spell part of a key or of JSON.
+            lines = []
+            for line in data.splitlines(keepends=True):
+                try:
+                    value = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    lines.append(line)
+                    continue
+                masked = _mask_pieces(value, pieces)
+                lines.append(line if masked == value else dumps_json(masked) + b"\n")
+            scrubbed = b"".join(lines)
+        else:
+            scrubbed = _mask_pieces(data.decode("utf-8", "replace"), pieces).encode("utf-8")
+        if scrubbed != data:
+            try:
+                runlog.replace_file(name, scrubbed)
+            except (OSError, RunLogError) as exc:
+                runlog.errors.append(f"redacting {name}: {exc}")
 
 
 class _RedactingExchangeLog(ExchangeLog):
@@ -1300,6 +1422,7 @@ def _finish(
     reporter: Reporter,
     started: float,
 ) -> dict[str, Any]:
+    _phase("writing the run record (turns.jsonl, summary.json)")
     if session is not None:
         session._drop_prefetch()
         session._close_damage()
@@ -1324,12 +1447,19 @@ def _finish(
             **extra,
         }
     summary["run_dir"] = str(runlog.path)
+    runlog.flush()
+    failure = runlog.failure
+    if failure is not None:
+        # A run file could not be written (disk full, read-only, run directory gone):
+        # whatever stopped the run, the record is incomplete and the summary says why.
+        summary["outcome"], summary["error"] = "error", f"{type(failure).__name__}: {failure}"
+        summary["error_details"] = _jsonable(failure.details)
+    summary["run_log_errors"] = list(runlog.errors)
     try:
-        runlog.flush()
-        summary["run_log_errors"] = list(runlog.errors)
         runlog.write_summary(summary)
-    except OSError as exc:
-        summary["run_log_errors"] = [*runlog.errors, f"summary.json: {exc}"]
+    except (OSError, RunLogError) as exc:
+        if str(exc) not in summary["run_log_errors"]:
+            summary["run_log_errors"] = [*runlog.errors, f"summary.json: {exc}"]
     reporter.finish({**summary, "run_dir": str(runlog.path)})
     return summary
 
@@ -1360,7 +1490,19 @@ async def _cleanup(
         if guard is not None:
             # Disarm the kill switch (ungrab the hotkey, stop the watcher) and close the
             # window reader, after the held keys are released.
+            _phase("disarming the kill switch")
             await asyncio.to_thread(guard.close)
+
+
+def _uninstall(loop: asyncio.AbstractEventLoop, installed: list[signal.Signals],
+               replaced: list[tuple[signal.Signals, Any]]) -> None:
+    """The run's signal handlers go last: a second Ctrl+C during clean-up is answered
+    (see ``stop``), not raised into the middle of a step."""
+    _phase("stopping worker threads")
+    for sig in installed:
+        with contextlib.suppress(RuntimeError):  # the loop is closing
+            loop.remove_signal_handler(sig)
+    _restore(replaced)
 
 
 async def _release_and_close(
@@ -1374,6 +1516,7 @@ async def _release_and_close(
     loop: asyncio.AbstractEventLoop,
     orphan: tuple[concurrent.futures.ThreadPoolExecutor | None, Hands | None] = (None, None),
 ) -> None:
+    _phase("releasing held keys and mouse buttons")
     if ctx is not None:
         ctx.stop.set()
         if ctx._executor is not None:
@@ -1384,17 +1527,18 @@ async def _release_and_close(
         if hands is not None:
             await _release_hands(loop, executor, hands)
         executor.shutdown(wait=True, cancel_futures=True)
+    _phase("closing the screen capture")
     if screen is not None:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(capture.call(screen.close), 2.0)
     capture.shutdown()
+    _phase("closing the connection to the model server")
     if client is not None:
         await client.aclose()
+    _phase("closing the run files")
     if exchange is not None:
         exchange.close()
     runlog.close()
-    for sig in installed:
-        loop.remove_signal_handler(sig)
 
 
 async def _release_hands(
@@ -1411,8 +1555,24 @@ async def _release_hands(
 
 
 def run_agent(config: AgentConfig, task: str | Scenario, **kwargs: Any) -> RunResult:
-    """Blocking wrapper of :func:`run_agent_async` (its own event loop)."""
+    """Blocking wrapper of :func:`run_agent_async` (its own event loop).
+
+    Ctrl+C outside the run's own handlers (before they are installed, or while the event
+    loop winds down after they are removed) is a :class:`RunInterrupted` that says when
+    it came; the CLI prints it and exits 130.
+    """
+    shutdown = _Shutdown()
+    token = _SHUTDOWN.set(shutdown)
     try:
         return asyncio.run(run_agent_async(config, task, **kwargs))
-    except KeyboardInterrupt as exc:  # only before handlers were installed
-        raise RunInterrupted("interrupted before the run started", reason="SIGINT") from exc
+    except KeyboardInterrupt as exc:
+        if shutdown.phase in (None, "running"):
+            raise RunInterrupted("interrupted before the run started", reason="SIGINT") from exc
+        raise RunInterrupted(
+            f"interrupted again while {shutdown.phase}; the run had already stopped "
+            "(its record is in the run directory)",
+            reason="SIGINT",
+            phase=shutdown.phase,
+        ) from exc
+    finally:
+        _SHUTDOWN.reset(token)

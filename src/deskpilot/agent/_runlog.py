@@ -54,6 +54,13 @@ A ``turns.jsonl`` record (keys absent when not applicable)::
      "final": true, "answer": "...",           # the final turn only
      "ended_by": "interrupted"}                # the last turn of a run stopped from outside
 
+Every append-only file (``turns.jsonl``, ``exchange.jsonl``, team mode's
+``execution_log.txt``, stateless ``main.log``) goes through :class:`LineFile`: a line is
+on disk whole or not at all. When the disk refuses a write (full, read-only, the run
+directory deleted) the file is truncated back to its last whole line, nothing more is
+written but the summary (compact, or in place of the old one when even that does not
+fit), and the run stops with a :class:`RunLogError` that says which file and why.
+
 Turn 0 is the initial observation (no model call). Turn N's ``timings`` hold the model
 wait of request N and everything done with its answer, up to the next request
 (``overhead``: reply parsed -> next request handed to the HTTP client; absent on turn 0
@@ -93,6 +100,8 @@ written through :func:`deskpilot.safety.redact`: secrets become
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import queue
 import threading
@@ -104,15 +113,18 @@ from typing import Any
 import orjson
 
 from deskpilot._errors import DeskpilotError
+from deskpilot._untrusted import scrub_surrogates
 
 __all__ = [
     "FORMAT_VERSION",
+    "LineFile",
     "RunLog",
     "RunLogError",
     "dumps_json",
     "iter_turns",
     "load_summary",
     "validate_run_dir",
+    "write_file",
 ]
 
 FORMAT_VERSION = 1
@@ -142,16 +154,126 @@ def dumps_json(obj: Any, *, indent: bool = False) -> bytes:
     option = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
     if indent:
         option |= orjson.OPT_INDENT_2
-    return orjson.dumps(obj, default=_default, option=option)
+    try:
+        return orjson.dumps(obj, default=_default, option=option)
+    except TypeError:
+        # A lone surrogate from a model's JSON cannot be written as UTF-8; the record is
+        # kept with U+FFFD in its place instead of being lost.
+        return orjson.dumps(scrub_surrogates(obj), default=_default, option=option)
+
+
+def run_file_error(path: Path, exc: OSError, doing: str) -> RunLogError:
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        why = "no space left on the device"
+    elif exc.errno == errno.EROFS:
+        why = "the file system is read-only"
+    elif exc.errno == errno.ENOENT:
+        why = "the run directory was deleted"
+    return RunLogError(
+        f"cannot {doing} {str(path)!r}: {why}; the run stops",
+        path=str(path),
+        errno=errno.errorcode.get(exc.errno or 0, exc.errno),
+    )
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` (temp file + rename); no temp file is left on failure."""
     tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as fh:
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def write_file(path: Path, data: bytes) -> None:
+    """Write a new run file (a screenshot); a failed write leaves no partial file."""
+    try:
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise run_file_error(path, exc, "write") from None
+
+
+class LineFile:
+    """The one writer of the append-only run files (``turns.jsonl``, ``exchange.jsonl``,
+    team mode's ``execution_log.txt``): every line is on disk whole or not at all.
+
+    A write that fails part-way (disk full, I/O error) is rolled back by truncating the
+    file to the end of its last whole line; the file then refuses further lines and
+    :attr:`failure` says why. A file (or run directory) deleted while the run writes is
+    a failure too, found before the write (on POSIX the writes would otherwise go to an
+    unlinked inode and vanish silently). Thread-safe.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = Path(path)
+        self._fsync = fsync
+        self._lock = threading.Lock()
+        self.failure: RunLogError | None = None
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+                               | getattr(os, "O_BINARY", 0), 0o644)
+            self._size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise run_file_error(self.path, exc, "open") from None
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def append(self, data: bytes) -> None:
+        """Append ``data`` (whole lines); raises :class:`RunLogError` after rolling back."""
+        with self._lock:
+            if self._fd < 0:
+                raise RunLogError(f"{str(self.path)!r} is closed", path=str(self.path))
+            if self.failure is not None:
+                raise self.failure
+            try:
+                if os.fstat(self._fd).st_nlink == 0:
+                    raise FileNotFoundError(errno.ENOENT, "deleted")
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view) :]
+                if self._fsync:
+                    os.fsync(self._fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, self._size)
+                self.failure = run_file_error(self.path, exc, "append to")
+                raise self.failure from None
+            self._size += len(data)
+
+    def sync(self) -> None:
+        with self._lock:
+            if self._fd >= 0 and self.failure is None:
+                os.fsync(self._fd)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                fd, self._fd = self._fd, -1
+                os.close(fd)
+
+
+_SUMMARY_ESSENTIALS = ("v", "run_dir", "task", "mode", "outcome", "error", "steps", "started", "ended", "run_log_errors")
+
+
+def _overwrite(path: Path, data: bytes) -> None:
+    # Not atomic: the last resort on a full disk, rewriting blocks the old file holds.
+    with open(path, "r+b") as fh:
         fh.write(data)
+        fh.truncate()
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class RunLog:
@@ -182,7 +304,13 @@ class RunLog:
         #: Applied to every record before it is written (turns, run.json, summary.json):
         #: the safety layer's redaction of secrets / typed text. None: written as is.
         self.redactor: Callable[[Any], Any] | None = None
-        self._turns = open(path / TURNS_FILE, "ab")  # noqa: SIM115 - closed in close()
+        #: The first write that failed (disk full, read-only, run directory deleted):
+        #: nothing more is written but the summary, and ``on_failure`` was told once.
+        self.failure: RunLogError | None = None
+        #: Called once with the failure, from whichever thread found it (the loop stops
+        #: the run through it).
+        self.on_failure: Callable[[RunLogError], None] | None = None
+        self._turns = LineFile(path / TURNS_FILE, fsync=True)
         self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._closed = False
         self._lock = threading.Lock()
@@ -231,8 +359,26 @@ class RunLog:
                 return
             try:
                 job()
+            except RunLogError as exc:
+                self.fail(exc)
             except Exception as exc:  # keep recording the rest; report at the end
                 self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def fail(self, exc: RunLogError) -> None:
+        """Record that a run file cannot be written; the first failure stops the run."""
+        with self._lock:
+            first = self.failure is None
+            if first:
+                self.failure = exc
+        if not first:
+            return
+        self.errors.append(str(exc))
+        callback = self.on_failure
+        if callback is not None:
+            try:
+                callback(exc)
+            except Exception as cb_exc:  # the writer thread must survive a bad callback
+                self.errors.append(f"on_failure: {type(cb_exc).__name__}: {cb_exc}")
 
     def _submit(self, job: Callable[[], None]) -> None:
         if self._closed:
@@ -272,11 +418,28 @@ class RunLog:
         self.screenshots.append(name)
 
         def write() -> None:
-            with open(target, "wb") as fh:
-                fh.write(png)
+            if self.failure is None:
+                write_file(target, png)
 
         self._submit(write)
         return name
+
+    def write_new_file(self, path: Path, data: bytes) -> None:
+        """Write a new file of the run now (not queued): a mode's own screenshots. A
+        failure leaves no partial file, stops the run (:meth:`fail`) and is raised."""
+        if self.failure is not None:
+            raise self.failure
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            failure = run_file_error(path.parent, exc, "create")
+            self.fail(failure)
+            raise failure from None
+        try:
+            write_file(path, data)
+        except RunLogError as exc:
+            self.fail(exc)
+            raise
 
     def write_turn(self, record: dict[str, Any]) -> dict[str, Any]:
         """Queue one turns.jsonl line; the writer flushes and fsyncs after it. Returns
@@ -287,9 +450,8 @@ class RunLog:
         self.turns_written += 1
 
         def write() -> None:
-            self._turns.write(line)
-            self._turns.flush()
-            os.fsync(self._turns.fileno())
+            if self.failure is None:
+                self._turns.append(line)  # flushed and fsynced; rolled back if it fails
 
         self._submit(write)
         return record
@@ -298,13 +460,44 @@ class RunLog:
         """Write a JSON file in the run directory atomically, now (not queued)."""
         if self.redactor is not None:
             obj = self.redactor(obj)
-        _atomic_write(self.path / name, dumps_json(obj, indent=True))
+        path = self.path / name
+        try:
+            _atomic_write(path, dumps_json(obj, indent=True))
+        except OSError as exc:
+            failure = run_file_error(path, exc, "write")
+            self.fail(failure)
+            raise failure from None
+
+    def replace_file(self, name: str, data: bytes) -> None:
+        """Replace a file of the run atomically (temp file + rename; none left behind).
+        For files no writer has open any more: call it after :meth:`close`."""
+        _atomic_write(self.path / name, data)
 
     def write_run_info(self, info: dict[str, Any]) -> None:
         self.write_json(RUN_FILE, {"v": FORMAT_VERSION, **info})
 
     def write_summary(self, summary: dict[str, Any]) -> None:
-        self.write_json(SUMMARY_FILE, {"v": FORMAT_VERSION, "run_dir": str(self.path), **summary})
+        """Write summary.json; when the disk refuses it, still say what happened if any
+        byte can be written: compact, then only the essentials, each first atomically and
+        then in place of the old summary (whose blocks are already allocated)."""
+        record = {"v": FORMAT_VERSION, "run_dir": str(self.path), **summary}
+        try:
+            self.write_json(SUMMARY_FILE, record)
+            return
+        except RunLogError as exc:
+            failure = exc
+        if self.redactor is not None:
+            record = self.redactor(record)
+        essentials = {k: record[k] for k in _SUMMARY_ESSENTIALS if k in record}
+        path = self.path / SUMMARY_FILE
+        for data in (dumps_json(record), dumps_json(essentials)):
+            for write in (_atomic_write, _overwrite):
+                try:
+                    write(path, data)
+                except OSError:
+                    continue
+                return
+        raise failure
 
     @property
     def exchange_log_path(self) -> Path:
@@ -318,9 +511,8 @@ class RunLog:
         self._queue.put(None)
         self._writer.join(timeout=30)
         try:
-            self._turns.flush()
-            os.fsync(self._turns.fileno())
-        except (OSError, ValueError) as exc:
+            self._turns.sync()
+        except OSError as exc:
             self.errors.append(f"closing turns.jsonl: {exc}")
         finally:
             self._turns.close()

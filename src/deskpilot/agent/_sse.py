@@ -37,11 +37,13 @@ DONE = "[DONE]"
 class SSEDecoder:
     """Incremental SSE parser: :meth:`feed` bytes, get complete events' data strings."""
 
-    __slots__ = ("_buffer", "_data", "_decoder", "_event", "_has_data", "_pending_cr")
+    __slots__ = ("_data", "_decoder", "_event", "_has_data", "_partial", "_pending_cr")
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._buffer = ""
+        # The unfinished last line, in pieces: joined once when its end arrives, so a
+        # long line (or a run of whitespace) fed in many chunks costs linear time.
+        self._partial: list[str] = []
         self._data: list[str] = []
         self._has_data = False
         self._pending_cr = False
@@ -58,11 +60,14 @@ class SSEDecoder:
                 text = text[1:]
         if text.endswith("\r"):
             self._pending_cr = True
-        buffer = self._buffer + text
+        if "\n" not in text and "\r" not in text:
+            self._partial.append(text)
+            return []
+        buffer = "".join([*self._partial, text])
         if "\r" in buffer:
             buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
         lines = buffer.split("\n")
-        self._buffer = lines.pop()
+        self._partial = [lines.pop()]
         events: list[str] = []
         for line in lines:
             self._line(line, events)
@@ -71,8 +76,8 @@ class SSEDecoder:
     def close(self) -> list[str]:
         """End of stream: the last line and a last event without its blank line."""
         events: list[str] = []
-        tail = self._buffer + self._decoder.decode(b"", final=True)
-        self._buffer = ""
+        tail = "".join(self._partial) + self._decoder.decode(b"", final=True)
+        self._partial = []
         if tail:
             self._line(tail, events)
         if self._has_data:

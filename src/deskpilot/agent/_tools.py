@@ -78,6 +78,7 @@ ERROR_TYPES = (
     "invalid_args",
     "invalid_json",
     "empty_text",
+    "text_too_long",
     "missing_key",
     "invalid_key",
     "unknown_tool",
@@ -93,7 +94,13 @@ def ok_payload(**extra: Any) -> dict[str, Any]:
     return {"ok": True, **extra}
 
 
+#: An error message quotes what the model sent; it goes back in the next request, bounded.
+MAX_ERROR_MESSAGE_CHARS = 500
+
+
 def err_payload(error_type: str, message: str) -> dict[str, Any]:
+    if len(message) > MAX_ERROR_MESSAGE_CHARS:
+        message = message[: MAX_ERROR_MESSAGE_CHARS - 30] + f"... ({len(message)} characters)"
     return {"ok": False, "error": {"type": error_type, "message": message}}
 
 
@@ -169,6 +176,9 @@ class ToolContext:
     policy_async: Callable[[dict[str, Any]], Awaitable[None]] | None = None
     #: Characters typed per input call; the stop flag is checked between chunks.
     type_chunk: int = 16
+    #: The longest text one type_text call may type (``agent.max_type_chars``); a longer
+    #: one is refused with ``text_too_long`` before any key is sent.
+    max_type_chars: int = 2000
     _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
     def check_policy(self, action: dict[str, Any]) -> None:
@@ -450,6 +460,12 @@ async def _type_text(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolError("empty_text", "text is required and must not be empty")
     if not isinstance(text, str):
         raise ToolError("invalid_args", f"text must be a string, got {type(text).__name__}")
+    if len(text) > ctx.max_type_chars:
+        raise ToolError(
+            "text_too_long",
+            f"text has {len(text)} characters; type_text types at most {ctx.max_type_chars} per call "
+            "(agent.max_type_chars): type it in parts",
+        )
     action: dict[str, Any] = {"kind": "type", "text": text}
     await ctx.acheck_policy(action)
     size = max(1, ctx.type_chunk)
@@ -854,12 +870,9 @@ TOOLSETS: dict[str, Callable[[], ToolSet]] = {
     "uitars": _uitars,
     "uitars-1.0": _uitars_10,
 }
-#: Every tool set name (for choices in flags and config).
-TOOLSET_NAMES = tuple(TOOLSETS)
-
 #: User-facing name of each tool set (what it is), by the id run records keep. The
 #: names are accepted wherever an id is (``--toolset element`` is ``--toolset seed000``).
-TOOLSET_NAMES: dict[str, str] = {"seed000": "element", "seed001": "pointer", "extended": "extended"}
+TOOLSET_NAMES: dict[str, str] = {ident: ident for ident in TOOLSETS} | {"seed000": "element", "seed001": "pointer"}
 
 
 def toolset_id(name: str) -> str:

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from deskpilot._untrusted import terminal_text
 from deskpilot.commands.run import add_model_options, config_from_args
 
 __all__ = [
@@ -412,7 +413,7 @@ def handle(args: argparse.Namespace) -> int:
     console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
     checks = run_checks(config, model=not args.no_model)
     for check in checks:
-        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(check.detail)}")
+        console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(terminal_text(check.detail))}")
     console.print(verdict(checks))
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 

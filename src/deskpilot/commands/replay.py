@@ -15,6 +15,8 @@ import os
 import sys
 from typing import Any
 
+from deskpilot._untrusted import terminal_text
+
 __all__ = ["parse_fraction", "register"]
 
 
@@ -105,10 +107,10 @@ def handle(args: argparse.Namespace) -> int:
     try:
         result = replay_run(args.run_dir, options)
     except DeskpilotError as exc:
-        print(f"deskpilot replay: cannot replay {args.run_dir}: {exc}", file=sys.stderr)
+        print(terminal_text(f"deskpilot replay: cannot replay {args.run_dir}: {exc}"), file=sys.stderr)
         return 2
     if args.json_output:
         sys.stdout.write(dumps_json(result.as_dict(), indent=True).decode() + os.linesep)
     else:
-        print(format_result(result))
+        print(terminal_text(format_result(result)))  # recorded model text
     return 0 if result.ok else 1

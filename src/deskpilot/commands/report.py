@@ -13,6 +13,8 @@ import argparse
 import sys
 from typing import Any
 
+from deskpilot._untrusted import terminal_text
+
 __all__ = ["register"]
 
 
@@ -51,5 +53,5 @@ def handle(args: argparse.Namespace) -> int:
         )
     if recording.partial:
         for problem in recording.problems:
-            print(f"  partial: {problem}", file=sys.stderr)
+            print(terminal_text(f"  partial: {problem}"), file=sys.stderr)
     return 0

@@ -34,7 +34,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--endpoint", help="chat completions URL (LMSTUDIO_ENDPOINT)")
     g.add_argument("--model", help="model id (LMSTUDIO_MODEL)")
     g.add_argument("--api-key", dest="api_key", help="bearer token (LMSTUDIO_API_KEY / OPENAI_API_KEY)")
-    g.add_argument("--timeout", type=float, help="seconds per request (LMSTUDIO_TIMEOUT)")
+    g.add_argument("--timeout", type=float, help="seconds per request: one deadline for headers and the whole body (LMSTUDIO_TIMEOUT)")
     g.add_argument("--server", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
                    help="server profile: token-limit field, temperature, image limit (LMSTUDIO_SERVER; default auto)")
     g.add_argument("--config", metavar="PATH", help="TOML config file (default ./deskpilot.toml if present)")

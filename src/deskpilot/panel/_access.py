@@ -82,18 +82,23 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: The ``panel_token`` value that turns the token off (also ``--no-panel-token``).
+TOKEN_OFF = "off"
+
+
 def resolve_token(setting: str) -> tuple[str | None, bool]:
-    """``(token, generated)`` from the ``panel_token`` setting: ``""`` = none,
-    ``"generate"`` = a fresh random token for this run, anything else = that token."""
+    """``(token, generated)`` from the ``panel_token`` setting: ``"generate"`` (the
+    default) or empty = a fresh random token for this run, ``"off"`` = none (only by that
+    explicit choice: the panel's API drives this desktop), anything else = that token."""
     value = setting.strip()
-    if not value:
+    if value.lower() == TOKEN_OFF:
         return None, False
-    if value.lower() == "generate":
+    if not value or value.lower() == "generate":
         return secrets.token_urlsafe(32), True
     if len(value) < MIN_TOKEN_LENGTH:
         raise ConfigError(
             f"stateless.panel_token (PANEL_TOKEN) must have at least {MIN_TOKEN_LENGTH} "
-            'characters, or be "generate" for a random one',
+            'characters, or be "generate" for a random one ("off": none)',
             where="stateless.panel_token",
         )
     if not _TOKEN_CHARS.fullmatch(value):

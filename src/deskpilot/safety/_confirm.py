@@ -13,6 +13,7 @@ import threading
 import time
 from typing import IO
 
+from deskpilot._untrusted import terminal_text
 from deskpilot.safety._policy import ConfirmationAborted, NoTerminalError
 
 __all__ = ["ConfirmationAborted", "NoTerminalError", "terminal_prompt"]
@@ -106,7 +107,8 @@ def terminal_prompt(
             "allow the action in the [policy] table or run interactively",
             rule="confirm.no_tty",
         )
-    stderr.write(f"\n{question}\n{_HINT}")
+    # The question quotes what the model asked to type or press.
+    stderr.write(f"\n{terminal_text(question)}\n{_HINT}")
     stderr.flush()
     if sys.platform == "win32" and stdin is sys.stdin:
         line = _read_line_windows(timeout, abort)

@@ -43,6 +43,7 @@ from deskpilot.safety._policy import (
     policy_denied_payload,
 )
 from deskpilot.safety._redact import RedactOptions, TypedTexts
+from deskpilot.safety._sequence import ActionSequence
 from deskpilot.safety._settings import PolicySettings, SafetySettings
 from deskpilot.safety._window import WindowInfo, WindowReader, open_window_reader
 
@@ -104,6 +105,11 @@ class SafetyGuard:
         #: With ``mask_typed_text``: every text the policy sees typed, so log lines
         #: can mask it (the loop shares one with its record redaction).
         self.typed_texts: TypedTexts | None = TypedTexts() if self.redact_options.mask_typed_text else None
+        #: What earlier actions mean for the next (launcher then Enter, a secret typed in
+        #: pieces); its ``secret_pieces`` are redacted from the records.
+        self.sequence = ActionSequence(
+            policy.detectors, allowed_secret=lambda value: any(p.fullmatch(value) for p in policy.allow_text)
+        )
         self.decisions: list[dict[str, Any]] = []
         self.counts = {"checked": 0, "allowed": 0, "denied": 0, "confirmed": 0, "would_deny": 0}
         self.window_errors = 0
@@ -230,7 +236,8 @@ class SafetyGuard:
             self.typed_texts.add(request.text)
         window = self._window()
         started = time.perf_counter()
-        result = self.policy.triage(request, window)
+        extra = self.sequence.findings(request.keys, request.text) if self.policy.mode != "off" else []
+        result = self.policy.triage(request, window, extra)  # type: ignore[arg-type]
         if isinstance(result, PendingConfirmation):
             return result, started
         return self._note(action, result, window, (time.perf_counter() - started) * 1000)
@@ -288,6 +295,8 @@ class SafetyGuard:
                 self.decisions.append(entry)
         if not decision.allowed:
             log.warning("policy denied %s: %s [%s]", action.get("kind"), decision.reason, decision.rule)
+        elif (request := action_request(action)) is not None:
+            self.sequence.done(request.keys, request.text, request.pointer)
         return decision
 
     def check_action(self, action: dict[str, Any]) -> None:

@@ -81,6 +81,7 @@ DEFAULT_DENY_KEYS: tuple[tuple[str, str], ...] = (
     ("win+x", "opens the power-user menu (terminal, shutdown)"),
     ("win+l", "locks the session"),
     ("alt+f4", "closes the active window (from the desktop: the shutdown dialog)"),
+    ("alt+f2", "opens the run-a-command dialog on Linux desktops (GNOME, KDE, Xfce)"),
     ("ctrl+alt+delete", "opens the secure attention screen"),
     ("ctrl+alt+end", "sends ctrl+alt+delete to a remote desktop session"),
     ("ctrl+shift+escape", "opens the Task Manager"),
@@ -477,11 +478,14 @@ class Policy:
 
     # -- the full check ------------------------------------------------------------------
 
-    def evaluate(self, request: ActionRequest, window: WindowInfo | None = None) -> list[tuple[Verdict, str, str, str]]:
-        """Every non-allow verdict for ``request``: ``(verdict, rule, reason, category)``."""
+    def evaluate(self, request: ActionRequest, window: WindowInfo | None = None,
+                 extra: Sequence[tuple[Verdict, str, str, str]] = ()) -> list[tuple[Verdict, str, str, str]]:
+        """Every non-allow verdict for ``request``: ``(verdict, rule, reason, category)``.
+        ``extra``: findings from the actions before it (:mod:`deskpilot.safety._sequence`)."""
         found: list[tuple[Verdict, str, str, str]] = []
         if self.mode == "off":
             return found
+        found.extend(extra)
         verdict, rule, reason = self.window_verdict(window)
         if verdict != "allow":
             found.append((verdict, rule, reason, "window"))
@@ -502,11 +506,12 @@ class Policy:
         result = self.triage(request, window)
         return result.ask() if isinstance(result, PendingConfirmation) else result
 
-    def triage(self, request: ActionRequest, window: WindowInfo | None = None) -> Decision | PendingConfirmation:
+    def triage(self, request: ActionRequest, window: WindowInfo | None = None,
+               extra: Sequence[tuple[Verdict, str, str, str]] = ()) -> Decision | PendingConfirmation:
         """Decide ``request`` without asking anyone: a :class:`Decision`, or the
         :class:`PendingConfirmation` whose :meth:`~PendingConfirmation.ask` puts the
         question to the user (blocking: run it off an event loop)."""
-        found = self.evaluate(request, window)
+        found = self.evaluate(request, window, extra)
         if not found:
             return ALLOWED
         denies = [f for f in found if f[0] == "deny"]

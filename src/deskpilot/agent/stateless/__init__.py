@@ -75,6 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="panel port, 0 = any (PANEL_PORT)",
     )
     parser.add_argument(
+        "--no-panel-token",
+        dest="panel_token",
+        action="store_const",
+        const="off",
+        default=None,
+        help="serve the panel without a token (any local process may then read /state and "
+        "POST /inject); by default each start generates one and prints the link with it",
+    )
+    parser.add_argument(
         "--crop",
         dest="capture_crop",
         metavar="X1,Y1,X2,Y2",
@@ -107,6 +116,7 @@ def flags(args: argparse.Namespace) -> dict[str, Any]:
         "stateless.annotate": getattr(args, "annotate", None),
         "stateless.panel": getattr(args, "stateless_panel", None),
         "stateless.port": getattr(args, "panel_port", None),
+        "stateless.panel_token": getattr(args, "panel_token", None),
         "stateless.capture_crop": getattr(args, "capture_crop", None),
         "stateless.physical_execution": getattr(args, "physical_execution", None),
         "stateless.boot_enabled": getattr(args, "boot_enabled", None),

@@ -32,7 +32,7 @@ The panel drives the desktop, so it stays on loopback unless told otherwise, and
 
     [stateless]
     host = "0.0.0.0"
-    panel_token = "generate"                 # or a fixed one (PANEL_TOKEN), 16+ characters
+    panel_token = "generate"                 # the default; or a fixed one (PANEL_TOKEN), 16+ characters
     panel_allowed_hosts = "desk.lan"         # names other machines use to reach it
 """
 
@@ -169,10 +169,11 @@ class StatelessSettings:
         8765, env="PANEL_PORT", minimum=0, maximum=65535, help="panel port; 0 = any free port"
     )
     panel_token: str = setting(
-        "",
+        "generate",
         env="PANEL_TOKEN",
-        help='token every panel request must carry (Bearer, ?token= or its cookie); "generate" = '
-        "a random one printed at start; required when host is not loopback",
+        help='token every panel request must carry (Bearer, ?token= or its cookie); "generate" '
+        '(default) = a random one per start, printed in the panel link; "off" = none '
+        "(--no-panel-token; refused when host is not loopback)",
     )
     panel_allowed_hosts: str = setting(
         "",

@@ -46,10 +46,12 @@ import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import ActionDeniedError, DeskpilotError
+from deskpilot._untrusted import token_count
 from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
+from deskpilot.agent._runlog import LineFile, RunLog, RunLogError
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._settle import settle
 from deskpilot.agent._toolcalls import strip_think
@@ -262,8 +264,16 @@ class StatelessEngine:
                     file=sys.stderr,
                     flush=True,
                 )
+            elif token is None:
+                # Off only by an explicit choice; say what that means, even when quiet.
+                print(
+                    f"deskpilot: panel at {self.panel.url} WITHOUT a token (--no-panel-token): any "
+                    "local process can read /state and POST /inject to drive this desktop",
+                    file=sys.stderr,
+                    flush=True,
+                )
             elif not session.config.run.quiet:
-                note = " (token required: PANEL_TOKEN; open /?token=...)" if token else ""
+                note = " (token required: PANEL_TOKEN; open /?token=...)"
                 print(f"deskpilot: panel at {self.panel.url}{note}", file=sys.stderr, flush=True)
         session.runlog.write_json(
             "stateless.json",
@@ -500,8 +510,8 @@ class StatelessEngine:
             session.steps += 1
         replied = time.perf_counter()
         usage = completion.usage or {}
-        session.totals["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-        session.totals["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+        session.totals["prompt_tokens"] += token_count(usage.get("prompt_tokens"))
+        session.totals["completion_tokens"] += token_count(usage.get("completion_tokens"))
         session.last_content = completion.content
         turn.record["model"] = completion.as_record()
         session.close_turn(turn, request_at=request_at)
@@ -715,7 +725,6 @@ class StatelessEngine:
         root = self.session.runlog.path
         if self.settings.log_layout == "turn_dirs":
             folder = root / f"turn_{number:04d}"
-            folder.mkdir(exist_ok=True)
             return f"turn_{number:04d}/screenshot_{kind}.png", folder / f"screenshot_{kind}.png"
         return f"turn_{number:04d}_{kind}.png", root / f"turn_{number:04d}_{kind}.png"
 
@@ -723,7 +732,7 @@ class StatelessEngine:
         if not self.session.runlog.save_screenshots:
             return None
         name, path = self._path(number, kind)
-        path.write_bytes(png)
+        self.session.runlog.write_new_file(path, png)  # no partial file; a failure stops the run
         self.session.runlog.screenshots.append(name)
         return name
 
@@ -895,7 +904,7 @@ class StatelessEngine:
     def _start_log_file(self) -> None:
         if not self.settings.log_to_file:
             return
-        handler = logging.FileHandler(self.session.runlog.path / "main.log", encoding="utf-8")
+        handler = _RunFileHandler(self.session.runlog, "main.log")
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         level = self.settings.log_level_number  # seed: LOG_LEVEL
         handler.setLevel(level)
@@ -913,6 +922,32 @@ class StatelessEngine:
             root.setLevel(self._log_level)
             self._log_handler.close()
             self._log_handler = None
+
+
+class _RunFileHandler(logging.Handler):
+    """main.log, written by the run files' one line writer: whole lines or nothing, and a
+    failed write stops the run (RunLog.fail) instead of printing logging's "--- Logging
+    error ---" traceback on stderr."""
+
+    def __init__(self, runlog: RunLog, name: str) -> None:
+        super().__init__()
+        self.runlog = runlog
+        self._file = LineFile(runlog.path / name)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._file.closed or self._file.failure is not None:
+            return
+        try:
+            line = self.format(record) + "\n"
+            self._file.append(line.encode("utf-8", "replace"))
+        except RunLogError as exc:
+            self.runlog.fail(exc)
+        except Exception:  # a bad format string in a log call: logging's own report
+            self.handleError(record)
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
 def run_stateless(config: AgentConfig, task: str, **kwargs: Any) -> RunResult:

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import orjson
 
 from deskpilot._errors import UnknownKeyError
+from deskpilot._untrusted import scrub_surrogates
 from deskpilot.agent._toolcalls import strip_think
 from deskpilot.geometry import NORM_MAX
 from deskpilot.imaging._overlay import ActionMark, BoxMark
@@ -257,7 +258,9 @@ def _loads_object(text: str) -> dict[str, Any] | None:
         # The standard library also reads what orjson refuses and models do write:
         # NaN/Infinity and integers beyond 64 bits.
         try:
-            value = json.loads(text)
+            # It also reads a lone surrogate escape ("\\ud800") into a str no UTF-8
+            # writer takes: those become U+FFFD here, once, for every later consumer.
+            value = scrub_surrogates(json.loads(text))
         except (ValueError, RecursionError):
             return None
     return value if isinstance(value, dict) else None

@@ -178,7 +178,9 @@ class TeamMode:
         state = TeamState(session.task, v, p.review_interval, memory)
         self.state = state
         log = ExecutionLog.in_directory(
-            session.runlog.path, redact=session.redact_text if session.guard is not None else None
+            session.runlog.path,
+            redact=session.redact_text if session.guard is not None else None,
+            on_failure=session.runlog.fail,
         )
         self.log = log
         planner_history = self._history("planner", session.task)

@@ -28,9 +28,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
+
+from deskpilot.agent._runlog import LineFile, RunLogError
 
 __all__ = ["EXECUTION_LOG", "ExecutionLog"]
 
@@ -52,32 +54,48 @@ class ExecutionLog:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        redact: Callable[[str], str] | None = None,
+        on_failure: Callable[[RunLogError], None] | None = None,
     ) -> None:
         self.path = Path(path)
         #: Applied to every line before it is written (the safety layer's secret
         #: redaction: typed text and the model's replies appear here verbatim otherwise).
         self.redact = redact
-        self._fh: IO[str] | None = open(self.path, "a", encoding="utf-8", newline="\n")  # noqa: SIM115 - closed in close()
+        #: Told (once) when a line cannot be written (disk full, run directory gone):
+        #: the run's record stops, the mode is not interrupted by a log line.
+        self.on_failure = on_failure
+        self._fh: LineFile | None = LineFile(self.path)
         self._lock = threading.Lock()
         self.api_calls = 0
         self.lines = 0
 
     @classmethod
     def in_directory(
-        cls, directory: str | os.PathLike[str], *, redact: Callable[[str], str] | None = None
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        redact: Callable[[str], str] | None = None,
+        on_failure: Callable[[RunLogError], None] | None = None,
     ) -> ExecutionLog:
-        return cls(Path(directory) / EXECUTION_LOG, redact=redact)
+        return cls(Path(directory) / EXECUTION_LOG, redact=redact, on_failure=on_failure)
 
     # ------------------------------------------------------------------ writing
     def _write(self, text: str) -> None:
         if self.redact is not None:
             text = self.redact(text)
         with self._lock:
-            if self._fh is None:
+            if self._fh is None or self._fh.failure is not None:
                 return
-            self._fh.write(text if text.endswith("\n") else text + "\n")
-            self._fh.flush()
+            data = (text if text.endswith("\n") else text + "\n").encode("utf-8", "replace")
+            try:
+                self._fh.append(data)  # whole lines or nothing
+            except RunLogError as exc:
+                if self.on_failure is not None:
+                    self.on_failure(exc)
+                return
             self.lines += text.count("\n") + (0 if text.endswith("\n") else 1)
 
     def _stamp(self) -> str:
