@@ -133,8 +133,11 @@ def test_single_mode_pixel_reading_server(
     names = [t.get("tool_call", {}).get("name") for t in turns]
     assert names[1:4] == ["click_element", "type_text", "press_key"]
     assert turns[1]["result"]["changed"] is True  # the target turned green: settle saw it
-    run_json = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-    assert "dpi_awareness" in json.dumps(run_json)
+    summary_json = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    dpi = summary_json["dpi_awareness"]
+    assert dpi["reported_by"] is not None and dpi["level"] in ("per_monitor", "per_monitor_v2")
+    # A cursor the OS would not hand over is noted once, not on every turn.
+    assert sum("cursor_missing" in t.get("observation", {}) for t in turns) <= 1
 
 
 class TeamPolicy:
