@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,10 +53,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "TEAM_VARIANT",
     ):
         monkeypatch.delenv(name, raising=False)
-
-
-def norm(value: float, size: int) -> int:
-    return max(0, min(1000, round((value + 0.5) * 1000 / size)))
 
 
 def check_app(app: Any, text: str) -> None:
@@ -140,84 +135,15 @@ def test_single_mode_pixel_reading_server(
     assert sum("cursor_missing" in t.get("observation", {}) for t in turns) <= 1
 
 
-class TeamPolicy:
-    """Planner: one plan. Executor: find the magenta target in the PNG, click it; click the
-    entry; type; Enter; report completion with evidence."""
-
-    def __init__(self, variant: Any, entry: list[int], screen: tuple[int, int]) -> None:
-        from deskpilot.agent._demo_app import TARGET_RGB
-
-        self.v = variant
-        self.target_rgb = TARGET_RGB
-        x, y, w, h = entry
-        self.entry = [norm(x + w / 2, screen[0]), norm(y + h / 2, screen[1])]
-        self.step = 0
-        self._lock = threading.Lock()
-
-    def _args(self, **values: Any) -> dict[str, Any]:
-        why = "justification" if self.v.name == "002" else "reasoning"
-        label = "label" if self.v.name == "002" else "element_name"
-        out: dict[str, Any] = {why: "as planned"}
-        if "at" in values:
-            out[label] = values["name"]
-            out["position"] = values["at"]
-        out.update({k: v for k, v in values.items() if k in ("text", "key")})
-        return out
-
-    def respond(self, request: Any) -> Any:
-        from deskpilot.testing import Reply, find_color
-
-        with self._lock:
-            if self.v.tool_name("plan") in request.tool_names:
-                text = "Click the magenta target, then type into the entry and press Enter."
-                args = (
-                    {"operator_instructions": text, "rationale": "r"}
-                    if self.v.name == "002"
-                    else {"instructions": text, "reasoning": "r"}
-                )
-                return Reply(content="PLAN", tool_calls=[(self.v.tool_name("plan"), args)])
-            step, self.step = self.step, self.step + 1
-        if step == 0:
-            image = request.last_image
-            found = find_color(image.data, self.target_rgb, tolerance=10)
-            if found is None:
-                return Reply(content="no target visible")
-            at = [norm(found[0], image.width), norm(found[1], image.height)]
-            return Reply(
-                content="target",
-                tool_calls=[(self.v.tool_name("click"), self._args(name="target", at=at))],
-            )
-        if step == 1:
-            return Reply(
-                content="entry",
-                tool_calls=[(self.v.tool_name("click"), self._args(name="entry", at=self.entry))],
-            )
-        if step == 2:
-            return Reply(
-                content="typing", tool_calls=[(self.v.tool_name("type"), self._args(text=TEXT))]
-            )
-        if step == 3:
-            return Reply(
-                content="submit", tool_calls=[(self.v.tool_name("key"), self._args(key="enter"))]
-            )
-        evidence = (
-            "The magenta target was clicked and turned green, the entry shows the typed "
-            "text and Enter was pressed in it, which is what the task asked for."
-        )
-        return Reply(
-            content="done", tool_calls=[(self.v.tool_name("complete"), {"evidence": evidence})]
-        )
-
-
 @pytest.mark.parametrize("variant", ["002", "003"])
 def test_team_mode_planner_and_executor(
     variant: str, app: Any, tmp_path: Path, clean_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deskpilot.agent.team import VARIANTS
-    from deskpilot.testing import ModelServer
+    from deskpilot.agent._demo_app import CLICKED_RGB, TARGET_RGB
+    from deskpilot.testing import ModelServer, TeamPolicy
 
-    screen = tuple(app.ready["screen"])
-    policy = TeamPolicy(VARIANTS[variant], app.widgets["entry"], screen)  # type: ignore[arg-type]
+    # The built-in team model (./dev demo --mode team): plans, then reads the target by colour.
+    policy = TeamPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=TEXT, key="enter")
     with ModelServer(policy) as server:
         code, summary = run_cli(
             [
@@ -243,48 +169,18 @@ def test_team_mode_planner_and_executor(
     check_app(app, TEXT)
 
 
-class StatelessPolicy:
-    """Request 1: find the target, answer click + type + Enter in one turn. Then done."""
-
-    def __init__(self) -> None:
-        self.step = 0
-
-    def respond(self, request: Any) -> str:
-        from deskpilot.agent._demo_app import TARGET_RGB
-        from deskpilot.testing import find_color
-
-        image = request.images[-1]
-        self.step += 1
-        if self.step == 1:
-            found = find_color(image.data or b"", TARGET_RGB, tolerance=10)
-            if found is None:
-                return json.dumps({"observation": "no target", "actions": [{"name": "done"}]})
-            x, y = norm(found[0], image.width), norm(found[1], image.height)
-            return json.dumps(
-                {
-                    "observation": "I see the magenta TARGET.",
-                    "bboxes": [
-                        {"x1": x - 40, "y1": y - 40, "x2": x + 40, "y2": y + 40, "label": "target"}
-                    ],
-                    "actions": [
-                        {"name": "click", "x1": x, "y1": y},
-                        {"name": "type", "text": TEXT},
-                        {"name": "key", "keys": "enter"},
-                    ],
-                }
-            )
-        return json.dumps({"observation": "Submitted.", "actions": [{"name": "done"}]})
-
-
 def test_stateless_mode_json_protocol(
     app: Any, tmp_path: Path, clean_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from PIL import Image
 
-    from deskpilot.testing import ModelServer
+    from deskpilot.agent._demo_app import CLICKED_RGB, TARGET_RGB
+    from deskpilot.testing import ModelServer, StatelessPolicy
 
     (tmp_path / "none.toml").write_text("")
-    with ModelServer(StatelessPolicy(), keep_images=2) as server:
+    # The built-in stateless model: a box and click + type + Enter in one turn, then done.
+    policy = StatelessPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=TEXT, key="enter")
+    with ModelServer(policy, keep_images=2) as server:
         code, summary = run_cli(
             [
                 "run",
