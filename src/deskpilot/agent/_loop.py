@@ -984,7 +984,7 @@ async def run_agent_async(
             # Per-monitor-v2 before any capture or input, so both use physical pixels.
             from deskpilot._win32.dpi import ensure_dpi_awareness
 
-            extra["dpi_awareness"] = ensure_dpi_awareness().describe()
+            extra["dpi_awareness"] = ensure_dpi_awareness().as_dict()
         screen = await capture.call(screen_factory)
         hands: Hands
         input_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deskpilot-input")
@@ -1067,7 +1067,8 @@ async def run_agent_async(
         mode_task = asyncio.ensure_future(mode.run(session))
         try:
             result = await mode_task
-            outcome, answer, extra = result.outcome, result.answer, result.extra
+            # The mode's own summary keys join what setup recorded (the DPI awareness).
+            outcome, answer, extra = result.outcome, result.answer, {**extra, **result.extra}
         except asyncio.CancelledError:
             if not interrupted:
                 raise
