@@ -161,8 +161,11 @@ def test_panel_hints_what_to_paste_takes_a_plain_reply_and_stays_up_after_the_ru
             wait_line("deskpilot: waiting for a model output")
             curl = wait_line("curl -X POST")
             url = curl.split("curl -X POST ")[1].split("/inject")[0]
+            # The line is complete: the token the start-up link printed is in its header.
+            token = curl.split("Authorization: Bearer ")[1].split("'")[0]
+            assert len(token) >= 32
             reply = b'{"observation": "Injected: I click the centre.", "actions": [{"name": "click", "x1": 500, "y1": 500}]}'
-            with httpx.Client(base_url=url, timeout=5) as client:
+            with httpx.Client(base_url=url, timeout=5, headers={"authorization": f"Bearer {token}"}) as client:
                 posted = client.post(
                     "/inject", content=reply, headers={"content-type": "application/json"}
                 )

@@ -320,8 +320,9 @@ class StatelessEngine:
         if self.panel is not None:
             log.info("waiting for POST %s/inject", self.panel.url)
             if not self.session.config.run.quiet:
-                # Say what to paste where: the run does nothing until it comes.
-                auth = " -H 'Authorization: Bearer TOKEN'" if self.panel.token else ""
+                # Say what to paste where: the run does nothing until it comes. The token is
+                # the one the start-up link already printed on this terminal.
+                auth = f" -H 'Authorization: Bearer {self.panel.token}'" if self.panel.token else ""
                 print(
                     f"deskpilot: waiting for a model output. Paste the model's JSON into the panel "
                     f"({self.panel.url}/, 'Inject a model output'), or post it:\n"
