@@ -4,6 +4,7 @@ recorded, never on what we think we sent."""
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -207,17 +208,31 @@ def test_interrupted_drag_releases_the_button_for_real(target_app: TargetApp) ->
     assert ctl.pressed == ([], [])
 
 
-def test_close_restores_the_spare_keycodes(target_app: TargetApp) -> None:
+def spare_keycodes() -> list[int]:
+    """Keycodes with no keysym in the server's keymap now."""
     probe = XTestBackend()
-    spares_before = list(probe._spare)
-    probe.close()
+    try:
+        return sorted(kc for kc, syms in probe._read_keymap().items() if not any(syms))
+    finally:
+        probe.close()
+
+
+def test_close_restores_the_spare_keycodes(target_app: TargetApp) -> None:
+    spares_before = spare_keycodes()
     with InputController("xtest") as ctl:
         type_into(target_app, ctl, "entry", "ÿ€世")
-    after = XTestBackend()
-    try:
-        assert list(after._spare) == spares_before  # all empty again
-    finally:
-        after.close()
+    assert spare_keycodes() == spares_before  # all empty again
+
+
+def test_spare_keycodes_are_given_back_soon_after_typing(target_app: TargetApp) -> None:
+    spares_before = spare_keycodes()
+    with InputController("xtest") as ctl:
+        assert type_into(target_app, ctl, "entry", "ÿ€世✓") == "ÿ€世✓"
+        deadline = time.monotonic() + 10
+        while spare_keycodes() != spares_before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert spare_keycodes() == spares_before  # given back without close()
+        assert type_into(target_app, ctl, "entry", "€ and ✓ again") == "€ and ✓ again"
 
 
 def test_every_key_of_the_vocabulary_arrives_as_its_keysym(target_app: TargetApp, ctl: InputController) -> None:
