@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
+from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -138,3 +139,32 @@ def test_single_clicks_stay_single(browser: tuple[HeadedChromium, str]) -> None:
         seen = [click_and_read(chrome, session, ctl, 1) for _ in range(3)]
     assert [s["downs"] for s in seen] == [[1]] * 3 and [s["dbl"] for s in seen] == [0] * 3
 
+
+
+def test_the_agents_double_click_tool_selects_a_word_in_chromium(
+    browser: tuple[HeadedChromium, str], tmp_path: Path
+) -> None:
+    from deskpilot.agent import load_config, run_agent
+    from deskpilot.geometry import Mapping, Rect
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+    chrome, session = browser
+    x, y = chrome.evaluate(session, "window.where('words')")
+    mapping = Mapping(Rect(0, 0, 1920, 1080), 960, 540)
+    box = list(mapping.physical_to_norm(x, y))
+    seen = []
+    for _ in range(3):
+        chrome.evaluate(session, "window.reset()")
+        time.sleep(0.6)  # the previous round's clicks are over (no timing is asserted)
+        script: list[Reply | str] = [Reply(tool_calls=[("double_click", {"label": "alpha", "box": box})]), "Done."]
+        with ModelServer(ScriptedPolicy(script)) as server:
+            cfg = load_config(
+                flags={"model.endpoint": server.endpoint, "run.runs_dir": str(tmp_path / "runs"),
+                       "screen.image_width": 960, "screen.image_height": 540, "agent.toolset": "extended"},
+                env={}, search_default=False,
+            )
+            result = run_agent(cfg, "double-click alpha")
+        assert result.outcome == "answered", result.error
+        chrome.wait_for(session, "window.downs.length >= 2")
+        seen.append(chrome.evaluate(session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"))
+    assert [(s["downs"], s["dbl"], s["sel"].strip()) for s in seen] == [([1, 2], 1, "alpha")] * 3
