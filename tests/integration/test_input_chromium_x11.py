@@ -17,8 +17,8 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest

@@ -68,6 +68,21 @@ def test_double_right_and_middle_clicks(target_app: TargetApp, ctl: InputControl
     assert [(r["button"]) for r in presses(records, "triple")] == [2]
 
 
+def test_numpy_coordinates_land_on_the_pixel(target_app: TargetApp, ctl: InputController) -> None:
+    import numpy as np
+
+    x, y = target_app.center("pad")
+    point = np.array([x, y]) + np.array([7, -5])
+    mark = target_app.mark()
+    ctl.click(point[0], point[1])  # numpy integers (refused before)
+    press = target_app.wait_for(lambda r: r["type"] == "press", since=mark)
+    assert (press["x"], press["y"], press["widget"]) == (x + 7, y - 5, "pad")
+    mark = target_app.mark()
+    ctl.drag(point, point + np.array([40, 30]), duration=0.05, steps=np.int64(4))
+    release = target_app.wait_for(lambda r: r["type"] == "release", since=mark)
+    assert (release["x"], release["y"]) == (x + 47, y + 25)
+
+
 def test_drag_moves_with_the_button_down(target_app: TargetApp, ctl: InputController) -> None:
     x, y = target_app.center("pad")
     start, end = (x - 150, y - 100), (x + 150, y + 120)
@@ -218,10 +233,11 @@ def spare_keycodes() -> list[int]:
 
 
 def test_close_restores_the_spare_keycodes(target_app: TargetApp) -> None:
-    spares_before = spare_keycodes()
-    with InputController("xtest") as ctl:
+    spares_before = set(spare_keycodes())  # (the module's controller may still hold some)
+    with InputController(XTestBackend(remap_guard=1.0)) as ctl:
         type_into(target_app, ctl, "entry", "ÿ€世")
-    assert spare_keycodes() == spares_before  # all empty again
+        used = set(ctl.backend._mine)  # type: ignore[attr-defined]
+    assert set(spare_keycodes()) >= spares_before | used  # all empty again
 
 
 def test_spare_keycodes_are_given_back_soon_after_typing(target_app: TargetApp) -> None:
