@@ -31,6 +31,7 @@ pytestmark = pytest.mark.x11
 PAGE = """<!doctype html><html><body style="margin:0;font:48px sans-serif">
 <p id="words" style="margin:200px 0 0 200px">alpha beta gamma</p>
 <p style="margin:40px 0 0 200px">second paragraph</p>
+<textarea id="box" style="margin:20px 0 0 200px;width:700px;height:80px;font:24px sans-serif"></textarea>
 <script>
 window.downs = []; window.dbl = 0;
 document.addEventListener("mousedown", e => window.downs.push(e.detail));
@@ -168,3 +169,23 @@ def test_the_agents_double_click_tool_selects_a_word_in_chromium(
         chrome.wait_for(session, "window.downs.length >= 2")
         seen.append(chrome.evaluate(session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"))
     assert [(s["downs"], s["dbl"], s["sel"].strip()) for s in seen] == [([1, 2], 1, "alpha")] * 3
+
+
+def test_unicode_typing_is_exact_in_chromium(browser: tuple[HeadedChromium, str]) -> None:
+    import random
+
+    chrome, session = browser
+    x, y = chrome.evaluate(session, "window.where('box')")
+    rng = random.Random(5)
+    exotic = "äöüßéçñÅØæ€✓→←★☆♥世界中文日本語😀🎉ΩΣπЖЯ"
+    got = []
+    for _ in range(8):  # a fresh controller each time: its characters are bound anew
+        text = "".join(rng.sample(exotic, 7) + [rng.choice("abc XYZ 123.,") for _ in range(8)])
+        chrome.evaluate(session, "document.getElementById('box').value = ''")
+        with InputController("xtest") as ctl:
+            ctl.click(x, y)
+            ctl.type_text(text)
+            ctl.sync()
+        value = chrome.wait_for(session, f"(v => v.length >= {len(text.encode('utf-16-le')) // 2} && v)(document.getElementById('box').value)")
+        got.append((value, text))
+    assert [v for v, _ in got] == [t for _, t in got]
