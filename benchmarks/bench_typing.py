@@ -77,7 +77,9 @@ def fifteen(rng: random.Random) -> str:
 def load_before(rev: str) -> types.ModuleType:
     source = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{rev}:src/deskpilot/input/_xtest.py"],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     spec = importlib.util.spec_from_loader("deskpilot.input._xtest_before", loader=None)
     assert spec is not None
@@ -91,7 +93,11 @@ class Entry:
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _APP], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+            [sys.executable, "-c", _APP],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
         )
         assert self.proc.stdout is not None
         while self.proc.stdout.readline().strip() != "ready":
@@ -131,7 +137,10 @@ def run(calls: int, before_rev: str, settle: float | None = None) -> list[str]:
     from deskpilot.input import _xtest as after
 
     before = load_before(before_rev)
-    variants: dict[str, Callable[[], Any]] = {"before": before.XTestBackend, "after": after.XTestBackend}
+    variants: dict[str, Callable[[], Any]] = {
+        "before": before.XTestBackend,
+        "after": after.XTestBackend,
+    }
     if settle is not None:  # the after backend with another settle (garbling study)
         variants[f"settle={settle:g}"] = lambda: after.XTestBackend(settle=settle)
     entry = Entry()
@@ -178,18 +187,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=30)
     parser.add_argument("--before", default="6b9405a")
-    parser.add_argument("--settle", type=float, default=None, help="also run 'after' with this settle (s)")
+    parser.add_argument(
+        "--settle", type=float, default=None, help="also run 'after' with this settle (s)"
+    )
     args = parser.parse_args()
     read_fd, write_fd = os.pipe()
     xvfb = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "+extension", "XTEST"],
-        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            "Xvfb",
+            "-displayfd",
+            str(write_fd),
+            "-screen",
+            "0",
+            "1920x1080x24",
+            "-nolisten",
+            "tcp",
+            "+extension",
+            "XTEST",
+        ],
+        pass_fds=(write_fd,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     os.close(write_fd)
     with os.fdopen(read_fd) as pipe:
         os.environ["DISPLAY"] = ":" + pipe.readline().strip()
     try:
-        print(f"Xvfb {os.environ['DISPLAY']}: 15 mixed Unicode characters per call, {args.calls} calls per variant", flush=True)
+        print(
+            f"Xvfb {os.environ['DISPLAY']}: 15 mixed Unicode characters per call, {args.calls} calls per variant",
+            flush=True,
+        )
         print("\n".join(run(args.calls, args.before, args.settle)), flush=True)
     finally:
         xvfb.terminate()

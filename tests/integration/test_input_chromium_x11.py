@@ -50,7 +50,9 @@ class HeadedChromium(Chromium):
     """Chromium with a real X11 window (the shared client starts it headless): the same
     CDP pipe, launched here with ``--app`` on the test's Xvfb."""
 
-    def __init__(self, url: str, *, width: int = 1200, height: int = 800, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, *, width: int = 1200, height: int = 800, timeout: float = 30.0
+    ) -> None:
         executable = find_chromium()
         if executable is None:
             raise BrowserError("Chromium is not installed (apt-get install chromium)")
@@ -68,13 +70,25 @@ class HeadedChromium(Chromium):
 
         self.proc = subprocess.Popen(
             [
-                executable, "--ozone-platform=x11", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--remote-debugging-pipe", f"--user-data-dir={self.profile}", "--no-first-run",
-                "--no-default-browser-check", "--force-device-scale-factor=1", "--window-position=0,0",
-                f"--window-size={width},{height}", f"--app={url}",
+                executable,
+                "--ozone-platform=x11",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--remote-debugging-pipe",
+                f"--user-data-dir={self.profile}",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--force-device-scale-factor=1",
+                "--window-position=0,0",
+                f"--window-size={width},{height}",
+                f"--app={url}",
             ],
-            preexec_fn=wire_pipes, close_fds=False, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=wire_pipes,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         os.close(cmd_r)
         os.close(res_w)
@@ -88,9 +102,15 @@ class HeadedChromium(Chromium):
         """A session on the app window's page."""
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
-            pages = [t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"]
+            pages = [
+                t for t in self.call("Target.getTargets")["targetInfos"] if t["type"] == "page"
+            ]
             if pages:
-                return str(self.call("Target.attachToTarget", {"targetId": pages[0]["targetId"], "flatten": True})["sessionId"])
+                return str(
+                    self.call(
+                        "Target.attachToTarget", {"targetId": pages[0]["targetId"], "flatten": True}
+                    )["sessionId"]
+                )
             time.sleep(0.1)
         raise BrowserError("no page target")
 
@@ -103,13 +123,17 @@ def browser(xvfb: str) -> Iterator[tuple[HeadedChromium, str]]:
     chrome = HeadedChromium(url)
     try:
         session = chrome.page()
-        chrome.wait_for(session, "typeof window.where === 'function' && document.hasFocus() !== undefined")
+        chrome.wait_for(
+            session, "typeof window.where === 'function' && document.hasFocus() !== undefined"
+        )
         yield chrome, session
     finally:
         chrome.close()
 
 
-def click_and_read(chrome: HeadedChromium, session: str, ctl: InputController, count: int) -> dict[str, Any]:
+def click_and_read(
+    chrome: HeadedChromium, session: str, ctl: InputController, count: int
+) -> dict[str, Any]:
     x, y = chrome.evaluate(session, "window.where('words')")
     chrome.evaluate(session, "window.reset()")
     ctl.move(x + 200, y + 150)  # away first, so every round starts a new click sequence
@@ -118,7 +142,11 @@ def click_and_read(chrome: HeadedChromium, session: str, ctl: InputController, c
     ctl.click(x, y, count=count)
     ctl.sync()
     chrome.wait_for(session, f"window.downs.length >= {count}")
-    return dict(chrome.evaluate(session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"))
+    return dict(
+        chrome.evaluate(
+            session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"
+        )
+    )
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -141,7 +169,6 @@ def test_single_clicks_stay_single(browser: tuple[HeadedChromium, str]) -> None:
     assert [s["downs"] for s in seen] == [[1]] * 3 and [s["dbl"] for s in seen] == [0] * 3
 
 
-
 def test_the_agents_double_click_tool_selects_a_word_in_chromium(
     browser: tuple[HeadedChromium, str], tmp_path: Path
 ) -> None:
@@ -157,17 +184,30 @@ def test_the_agents_double_click_tool_selects_a_word_in_chromium(
     for _ in range(3):
         chrome.evaluate(session, "window.reset()")
         time.sleep(0.6)  # the previous round's clicks are over (no timing is asserted)
-        script: list[Reply | str] = [Reply(tool_calls=[("double_click", {"label": "alpha", "box": box})]), "Done."]
+        script: list[Reply | str] = [
+            Reply(tool_calls=[("double_click", {"label": "alpha", "box": box})]),
+            "Done.",
+        ]
         with ModelServer(ScriptedPolicy(script)) as server:
             cfg = load_config(
-                flags={"model.endpoint": server.endpoint, "run.runs_dir": str(tmp_path / "runs"),
-                       "screen.image_width": 960, "screen.image_height": 540, "agent.toolset": "extended"},
-                env={}, search_default=False,
+                flags={
+                    "model.endpoint": server.endpoint,
+                    "run.runs_dir": str(tmp_path / "runs"),
+                    "screen.image_width": 960,
+                    "screen.image_height": 540,
+                    "agent.toolset": "extended",
+                },
+                env={},
+                search_default=False,
             )
             result = run_agent(cfg, "double-click alpha")
         assert result.outcome == "answered", result.error
         chrome.wait_for(session, "window.downs.length >= 2")
-        seen.append(chrome.evaluate(session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"))
+        seen.append(
+            chrome.evaluate(
+                session, "({downs: window.downs, dbl: window.dbl, sel: getSelection().toString()})"
+            )
+        )
     assert [(s["downs"], s["dbl"], s["sel"].strip()) for s in seen] == [([1, 2], 1, "alpha")] * 3
 
 
@@ -186,6 +226,9 @@ def test_unicode_typing_is_exact_in_chromium(browser: tuple[HeadedChromium, str]
             ctl.click(x, y)
             ctl.type_text(text)
             ctl.sync()
-        value = chrome.wait_for(session, f"(v => v.length >= {len(text.encode('utf-16-le')) // 2} && v)(document.getElementById('box').value)")
+        value = chrome.wait_for(
+            session,
+            f"(v => v.length >= {len(text.encode('utf-16-le')) // 2} && v)(document.getElementById('box').value)",
+        )
         got.append((value, text))
     assert [v for v, _ in got] == [t for _, t in got]

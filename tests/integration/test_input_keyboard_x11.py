@@ -35,6 +35,7 @@ def every_spare(spares: list[int]) -> str:
     assert len(spares) <= len(MANY)
     return MANY[: len(spares)]
 
+
 #: A second process with its own controller, driven line by line on stdin: each line is
 #: a JSON command, each answer one JSON line ({"ok": ...} or {"error": ...}).
 CHILD = textwrap.dedent(
@@ -76,7 +77,10 @@ class Child:
     def __init__(self, guard: float = 0.15) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(guard)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
         )
         assert self._answer() == "ready"
 
@@ -142,8 +146,17 @@ def keys_and_buttons_down() -> tuple[list[int], int]:
         root, child = ctypes.c_ulong(), ctypes.c_ulong()
         rx, ry, wx, wy = (ctypes.c_int() for _ in range(4))
         mask = ctypes.c_uint()
-        x.XQueryPointer(display, ctypes.c_ulong(x.XDefaultRootWindow(display)), ctypes.byref(root), ctypes.byref(child),
-                        ctypes.byref(rx), ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask))
+        x.XQueryPointer(
+            display,
+            ctypes.c_ulong(x.XDefaultRootWindow(display)),
+            ctypes.byref(root),
+            ctypes.byref(child),
+            ctypes.byref(rx),
+            ctypes.byref(ry),
+            ctypes.byref(wx),
+            ctypes.byref(wy),
+            ctypes.byref(mask),
+        )
         return down, mask.value & 0x1F00  # Button1..5 bits
     finally:
         x.XCloseDisplay(display)
@@ -169,7 +182,9 @@ def type_into(app: TargetApp, ctl: InputController, text: str, widget: str = "en
     mark = app.mark()
     ctl.type_text(text)
     try:
-        record = app.wait_for(lambda r: r["type"] == widget and r["text"] == text, since=mark, timeout=15)
+        record = app.wait_for(
+            lambda r: r["type"] == widget and r["text"] == text, since=mark, timeout=15
+        )
     except TimeoutError:
         seen = [r["text"] for r in app.since(mark) if r["type"] == widget]
         return seen[-1] if seen else ""
@@ -204,12 +219,17 @@ def test_after_a_sigkill_the_next_controller_reclaims_keys_buttons_and_keycodes(
     assert keys_and_buttons_down() == ([], 0)
 
 
-def test_after_a_sigkill_doctor_finds_working_input(target_app: TargetApp, child: type[Child], tmp_path: Path) -> None:
+def test_after_a_sigkill_doctor_finds_working_input(
+    target_app: TargetApp, child: type[Child], tmp_path: Path
+) -> None:
     spares = spare_keycodes()
     kill_a_controller_holding_everything(child)
     done = subprocess.run(
         [sys.executable, "-m", "deskpilot", "doctor", "--no-model"],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
     )
     lines = [line for line in done.stdout.splitlines() if "input" in line.lower()]
     assert any("PASS" in line and "xtest" in line for line in lines), done.stdout + done.stderr
@@ -217,7 +237,9 @@ def test_after_a_sigkill_doctor_finds_working_input(target_app: TargetApp, child
     assert spare_keycodes() == spares
 
 
-def test_after_a_sigkill_a_run_types_hello(target_app: TargetApp, child: type[Child], tmp_path: Path) -> None:
+def test_after_a_sigkill_a_run_types_hello(
+    target_app: TargetApp, child: type[Child], tmp_path: Path
+) -> None:
     from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 
     spares = spare_keycodes()
@@ -228,13 +250,30 @@ def test_after_a_sigkill_a_run_types_hello(target_app: TargetApp, child: type[Ch
     script: list[Reply | str] = [Reply(tool_calls=[("type_text", {"text": "hello"})]), "Done."]
     with ModelServer(ScriptedPolicy(script)) as server:
         done = subprocess.run(
-            [sys.executable, "-m", "deskpilot", "run", "--endpoint", server.endpoint, "--runs-dir",
-             str(tmp_path / "runs"), "--image-size", "960x540", "--quiet", "--json", "type hello"],
-            capture_output=True, timeout=120, cwd=tmp_path,
+            [
+                sys.executable,
+                "-m",
+                "deskpilot",
+                "run",
+                "--endpoint",
+                server.endpoint,
+                "--runs-dir",
+                str(tmp_path / "runs"),
+                "--image-size",
+                "960x540",
+                "--quiet",
+                "--json",
+                "type hello",
+            ],
+            capture_output=True,
+            timeout=120,
+            cwd=tmp_path,
         )
     assert done.returncode == 0, done.stderr.decode()
     assert orjson.loads(done.stdout)["outcome"] == "answered"
-    target_app.wait_for(lambda r: r["type"] == "entry" and r["text"] == "hello", since=mark, timeout=15)
+    target_app.wait_for(
+        lambda r: r["type"] == "entry" and r["text"] == "hello", since=mark, timeout=15
+    )
     assert keys_and_buttons_down() == ([], 0)
     assert spare_keycodes() == spares
 
@@ -242,7 +281,9 @@ def test_after_a_sigkill_a_run_types_hello(target_app: TargetApp, child: type[Ch
 # -- two controllers on one display ------------------------------------------------------
 
 
-def test_two_controllers_in_two_processes_never_type_wrong_characters(target_app: TargetApp, child: type[Child]) -> None:
+def test_two_controllers_in_two_processes_never_type_wrong_characters(
+    target_app: TargetApp, child: type[Child]
+) -> None:
     other = child(guard=600.0)  # keeps what it borrows until it closes
     other.do(do="type", text="😀𝔘✓")
     with InputController("xtest") as ctl:
@@ -252,7 +293,9 @@ def test_two_controllers_in_two_processes_never_type_wrong_characters(target_app
             target_app.focus("entry")
             mark = target_app.mark()
             other.do(do="type", text="😀𝔘✓ ü")
-            got = target_app.wait_for(lambda r: r["type"] == "entry" and len(r["text"]) >= 5, since=mark, timeout=15)
+            got = target_app.wait_for(
+                lambda r: r["type"] == "entry" and len(r["text"]) >= 5, since=mark, timeout=15
+            )
             assert got["text"] == "😀𝔘✓ ü"
 
 

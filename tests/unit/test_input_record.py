@@ -48,8 +48,16 @@ def test_owners_on_another_host_are_never_judged_dead() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [None, [], "x", {}, {"host": "h"}, {"host": "h", "pid": "x"}, {"host": "h", "pid": 1, "keys": "ab"},
-     {"host": "h", "pid": 1, "borrowed": {"x": 1}}],
+    [
+        None,
+        [],
+        "x",
+        {},
+        {"host": "h"},
+        {"host": "h", "pid": "x"},
+        {"host": "h", "pid": 1, "keys": "ab"},
+        {"host": "h", "pid": 1, "borrowed": {"x": 1}},
+    ],
 )
 def test_garbled_lines_are_refused(raw: object) -> None:
     assert OwnerEntry.parse(raw) is None

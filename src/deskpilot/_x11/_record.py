@@ -145,7 +145,9 @@ class InputRecord:
         self.display = display
         self.owner = owner
         self.atom = self._intern(owner.key)
-        self._names: dict[int, str | None] = {self.atom: owner.key}  # atom -> owner key (None: not ours)
+        self._names: dict[int, str | None] = {
+            self.atom: owner.key
+        }  # atom -> owner key (None: not ours)
         self._written: bytes | None = None
         self._atoms: dict[str, int] = {}  # owner key -> atom, as of the last read
 
@@ -175,7 +177,9 @@ class InputRecord:
                         continue
                     text = ctypes.string_at(name).decode("utf-8", "replace")
                     d.x11.XFree(name)
-                    self._names[atom] = text[len(ATOM_PREFIX):] if text.startswith(ATOM_PREFIX) else None
+                    self._names[atom] = (
+                        text[len(ATOM_PREFIX) :] if text.startswith(ATOM_PREFIX) else None
+                    )
         return {a: k for a in listed if (k := self._names.get(a)) is not None}
 
     def _read(self, atom: int) -> OwnerEntry | None:
@@ -184,9 +188,18 @@ class InputRecord:
         count, after = ctypes.c_ulong(), ctypes.c_ulong()
         data = ctypes.POINTER(ctypes.c_ubyte)()
         status = d.x11.XGetWindowProperty(
-            d.handle(), d.root, atom, 0, _MAX_LONGS, 0, _XA_STRING,
-            ctypes.byref(actual_type), ctypes.byref(actual_format), ctypes.byref(count),
-            ctypes.byref(after), ctypes.byref(data),
+            d.handle(),
+            d.root,
+            atom,
+            0,
+            _MAX_LONGS,
+            0,
+            _XA_STRING,
+            ctypes.byref(actual_type),
+            ctypes.byref(actual_format),
+            ctypes.byref(count),
+            ctypes.byref(after),
+            ctypes.byref(data),
         )
         if status != 0 or not data:
             return None
@@ -223,7 +236,9 @@ class InputRecord:
             return
         if raw:
             buf = ctypes.create_string_buffer(raw, len(raw))
-            d.x11.XChangeProperty(d.handle(), d.root, self.atom, _XA_STRING, 8, _PROP_MODE_REPLACE, buf, len(raw))
+            d.x11.XChangeProperty(
+                d.handle(), d.root, self.atom, _XA_STRING, 8, _PROP_MODE_REPLACE, buf, len(raw)
+            )
         else:
             d.x11.XDeleteProperty(d.handle(), d.root, self.atom)
         self._written = raw
@@ -245,7 +260,11 @@ class InputRecord:
                 if key != self.owner.key:
                     d.x11.XDeleteProperty(d.handle(), d.root, self._atoms[key])
             mine = owners.get(self.owner.key)
-            self.publish(mine if mine is not None else OwnerEntry(self.owner.host, self.owner.pid, self.owner.start))
+            self.publish(
+                mine
+                if mine is not None
+                else OwnerEntry(self.owner.host, self.owner.pid, self.owner.start)
+            )
         finally:
             if not d.closed:
                 d.x11.XUngrabServer(d.handle())

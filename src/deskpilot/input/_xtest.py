@@ -149,7 +149,9 @@ class XTestBackend:
         try:
             d = self._display.ptr
             ev, err, major, minor = (ctypes.c_int() for _ in range(4))
-            if not self._xtst.XTestQueryExtension(d, ctypes.byref(ev), ctypes.byref(err), ctypes.byref(major), ctypes.byref(minor)):
+            if not self._xtst.XTestQueryExtension(
+                d, ctypes.byref(ev), ctypes.byref(err), ctypes.byref(major), ctypes.byref(minor)
+            ):
                 raise InputError("the X server has no XTEST extension", call="XTestQueryExtension")
             lo, hi = ctypes.c_int(), ctypes.c_int()
             self._display.x11.XDisplayKeycodes(d, ctypes.byref(lo), ctypes.byref(hi))
@@ -185,7 +187,12 @@ class XTestBackend:
     def _entry(self) -> OwnerEntry:
         o = self._owner
         return OwnerEntry(
-            o.host, o.pid, o.start, set(self._held) | self._typing, set(self._buttons), dict(self._mine)
+            o.host,
+            o.pid,
+            o.start,
+            set(self._held) | self._typing,
+            set(self._buttons),
+            dict(self._mine),
         )
 
     def _store(self, owners: dict[str, OwnerEntry]) -> None:
@@ -234,7 +241,12 @@ class XTestBackend:
         major.value, minor.value = 1, 0
         try:
             ok = d.x11.XkbQueryExtension(
-                d.ptr, ctypes.byref(opcode), ctypes.byref(event), ctypes.byref(error), ctypes.byref(major), ctypes.byref(minor)
+                d.ptr,
+                ctypes.byref(opcode),
+                ctypes.byref(event),
+                ctypes.byref(error),
+                ctypes.byref(major),
+                ctypes.byref(minor),
             )
         except AttributeError:
             return None
@@ -270,7 +282,9 @@ class XTestBackend:
         """Remap keycodes -> keysyms with one request per run of adjacent keycodes."""
         d = self._display
         for run in _runs(list(mapping)):
-            syms = (ctypes.c_ulong * (2 * len(run)))(*(s for kc in run for s in (mapping[kc], mapping[kc])))
+            syms = (ctypes.c_ulong * (2 * len(run)))(
+                *(s for kc in run for s in (mapping[kc], mapping[kc]))
+            )
             d.x11.XChangeKeyboardMapping(d.handle(), run[0], 2, syms, len(run))
 
     def _reload(self) -> None:
@@ -286,7 +300,9 @@ class XTestBackend:
             for key, entry in owners.items():
                 if key != self._owner.key:
                     others |= {
-                        kc for kc, sym in entry.borrowed.items() if keymap.get(kc, [0])[0] in (sym, 0)
+                        kc
+                        for kc, sym in entry.borrowed.items()
+                        if keymap.get(kc, [0])[0] in (sym, 0)
                     }
             spare = {kc for kc, syms in keymap.items() if not any(syms)}
             self._candidates = spare | others | set(self._mine)
@@ -389,7 +405,9 @@ class XTestBackend:
                 # remap_guard needs none. Measured into Tk: 15 mixed characters, one
                 # batch of empty keycodes per call, 0 of 40 calls garbled without the
                 # settle; 80-character texts remapping used keycodes without it: garbled.
-                if self.settle and (evicted or time.monotonic() - self._last_event < self.remap_guard):
+                if self.settle and (
+                    evicted or time.monotonic() - self._last_event < self.remap_guard
+                ):
                     time.sleep(self.settle)
                 return len(bound)
             waiting = [self._last_used.get(kc, 0.0) + self.remap_guard - now for kc in own]
@@ -501,8 +519,15 @@ class XTestBackend:
             rx, ry, wx, wy = (ctypes.c_int() for _ in range(4))
             mask = ctypes.c_uint()
             d.x11.XQueryPointer(
-                d.handle(), d.root, ctypes.byref(root), ctypes.byref(child), ctypes.byref(rx),
-                ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask),
+                d.handle(),
+                d.root,
+                ctypes.byref(root),
+                ctypes.byref(child),
+                ctypes.byref(rx),
+                ctypes.byref(ry),
+                ctypes.byref(wx),
+                ctypes.byref(wy),
+                ctypes.byref(mask),
             )
             return (rx.value, ry.value)
 
@@ -531,8 +556,13 @@ class XTestBackend:
         with self._lock:
             d = self._display.handle()
             numbers = {
-                n for count, neg, pos in ((vertical, _WHEEL_UP, _WHEEL_DOWN), (horizontal, _WHEEL_LEFT, _WHEEL_RIGHT))
-                if count for n in ((pos,) if count > 0 else (neg,))
+                n
+                for count, neg, pos in (
+                    (vertical, _WHEEL_UP, _WHEEL_DOWN),
+                    (horizontal, _WHEEL_LEFT, _WHEEL_RIGHT),
+                )
+                if count
+                for n in ((pos,) if count > 0 else (neg,))
             }
             self._buttons |= numbers
             self._publish()
@@ -590,7 +620,10 @@ class XTestBackend:
         then lock them again: typed text must not depend on them."""
         d = self._display
         state = XkbStateRec()
-        if self._xkb_event is None or d.x11.XkbGetState(d.handle(), _XKB_USE_CORE_KBD, ctypes.byref(state)) != 0:
+        if (
+            self._xkb_event is None
+            or d.x11.XkbGetState(d.handle(), _XKB_USE_CORE_KBD, ctypes.byref(state)) != 0
+        ):
             yield
             return
         locked, group = state.locked_mods, state.locked_group
@@ -626,7 +659,9 @@ class XTestBackend:
                 keep = {self._by_keysym[k] for k in wanted if k in self._by_keysym}
                 self._bind(missing, keep)
             end = start
-            while end < len(keysyms) and (keysyms[end] in self._index or keysyms[end] in self._by_keysym):
+            while end < len(keysyms) and (
+                keysyms[end] in self._index or keysyms[end] in self._by_keysym
+            ):
                 end += 1
             if end > start:
                 return end
@@ -651,7 +686,9 @@ class XTestBackend:
                         for keysym in keysyms[start:end]:
                             keycode, shifted = self._keycode(keysym)
                             if shifted and not shift:
-                                raise InputError("the keymap has no Shift_L key", keysym=hex(keysym))
+                                raise InputError(
+                                    "the keymap has no Shift_L key", keysym=hex(keysym)
+                                )
                             if shifted:
                                 self._key_event(shift, True)
                             try:
