@@ -363,3 +363,35 @@ def test_a_layout_switched_under_an_open_controller(target_app: TargetApp) -> No
         finally:
             subprocess.run(["setxkbmap", "us"], check=True, timeout=30)
         assert type_into(target_app, ctl, text) == text  # and back
+
+
+def lock_group(group: int) -> int:
+    """Lock the keyboard's layout group (what a layout switcher does); the locked group
+    before, read over a connection of its own (locked_group is byte 1 of XkbStateRec)."""
+    x = ctypes.CDLL("libX11.so.6")
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    display = ctypes.c_void_p(x.XOpenDisplay(None))
+    try:
+        state = (ctypes.c_ubyte * 32)()
+        assert x.XkbGetState(display, ctypes.c_uint(0x100), state) == 0
+        x.XkbLockGroup(display, ctypes.c_uint(0x100), ctypes.c_uint(group))
+        x.XSync(display, 0)
+        return int(state[1])
+    finally:
+        x.XCloseDisplay(display)
+
+
+def test_typed_text_is_exact_in_a_second_locked_layout_group(target_app: TargetApp) -> None:
+    text = "yz Hello; @# Grüße"
+    subprocess.run(["setxkbmap", "-layout", "us,de"], check=True, timeout=30)
+    try:
+        with InputController("xtest") as ctl:
+            assert type_into(target_app, ctl, text) == text
+            lock_group(1)  # German, as a layout switcher would
+            try:
+                assert type_into(target_app, ctl, text) == text
+                assert lock_group(1) == 1  # still German afterwards
+            finally:
+                lock_group(0)
+    finally:
+        subprocess.run(["setxkbmap", "-layout", "us"], check=True, timeout=30)
