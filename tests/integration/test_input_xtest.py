@@ -60,7 +60,10 @@ def test_double_right_and_middle_clicks(target_app: TargetApp, ctl: InputControl
     ctl.click(x, y, count=2)
     ctl.click(x + 10, y, button="right")
     ctl.click(x + 20, y, button="middle", count=3)
-    target_app.wait_for(lambda r: r["type"] == "triple" and r["button"] == 2, since=mark)
+    triple = target_app.wait_for(lambda r: r["type"] == "triple" and r["button"] == 2, since=mark)
+    # the triple is reported at the third press: wait for that press's release too
+    after_triple = mark + target_app.since(mark).index(triple) + 1
+    target_app.wait_for(lambda r: r["type"] == "release" and r["button"] == 2, since=after_triple)
     records = target_app.since(mark)
     assert [(r["button"], r["x"]) for r in presses(records)] == [(1, x), (1, x), (3, x + 10), (2, x + 20), (2, x + 20), (2, x + 20)]
     assert [(r["button"], r["x"]) for r in presses(records, "release")] == [(1, x), (1, x), (3, x + 10), (2, x + 20), (2, x + 20), (2, x + 20)]
