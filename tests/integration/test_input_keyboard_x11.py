@@ -395,3 +395,33 @@ def test_typed_text_is_exact_in_a_second_locked_layout_group(target_app: TargetA
                 lock_group(0)
     finally:
         subprocess.run(["setxkbmap", "-layout", "us"], check=True, timeout=30)
+
+
+def remap_from_another_client(keycode: int, keysym: int) -> None:
+    """What xdotool does: another connection maps a keycode (0: back to NoSymbol)."""
+    x = ctypes.CDLL("libX11.so.6")
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    display = ctypes.c_void_p(x.XOpenDisplay(None))
+    try:
+        syms = (ctypes.c_ulong * 2)(keysym, keysym)
+        x.XChangeKeyboardMapping(display, keycode, 2, syms, 1)
+        x.XSync(display, 0)
+    finally:
+        x.XCloseDisplay(display)
+
+
+def test_a_borrowed_keycode_remapped_by_another_client_is_not_trusted(
+    target_app: TargetApp,
+) -> None:
+    backend = XTestBackend(remap_guard=5.0)  # keeps what it borrowed for the whole test
+    keycode = 0
+    try:
+        with InputController(backend) as ctl:
+            assert type_into(target_app, ctl, "ä✓") == "ä✓"
+            keycode = backend._by_keysym[0xE4]
+            remap_from_another_client(keycode, 0x01002603)  # a snowman on our 'ä' keycode
+            ctl.sync()
+            assert type_into(target_app, ctl, "ä✓ä") == "ä✓ä"
+    finally:
+        if keycode:
+            remap_from_another_client(keycode, 0)  # the keymap as the other tests expect it

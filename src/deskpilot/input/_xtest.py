@@ -343,12 +343,14 @@ class XTestBackend:
     def _poll_events(self) -> None:
         """Drain our connection's events; re-read the keymap when the layout changed.
         Notifications that only touch spare keycodes (our own remaps and other
-        controllers') change nothing we index and are skipped."""
+        controllers') change nothing we index; those touching keycodes we borrowed are
+        checked, so a client outside the record remapping one under us is noticed."""
         if self._xkb_event is None:
             return
         d = self._display
         event = XEvent()
         changed = False
+        touched: set[int] = set()
         while d.x11.XPending(d.handle()) > 0:
             d.x11.XNextEvent(d.handle(), ctypes.byref(event))
             if event.type != self._xkb_event:
@@ -357,11 +359,17 @@ class XTestBackend:
             if notify.xkb_type == _XKB_NEW_KEYBOARD_NOTIFY:
                 changed = True
             elif notify.xkb_type == _XKB_MAP_NOTIFY:
-                keys = range(notify.first_key_sym, notify.first_key_sym + notify.num_key_syms)
-                if notify.num_types or not set(keys) <= self._candidates:
+                keys = set(range(notify.first_key_sym, notify.first_key_sym + notify.num_key_syms))
+                if notify.num_types or not keys <= self._candidates:
                     changed = True
+                touched |= keys & self._mine.keys()
         if changed:
             self._reload()
+        elif touched:
+            current = self._read_keymap(touched)
+            for kc in touched:
+                if kc in self._mine and current.get(kc, [0])[0] != self._mine[kc]:
+                    self._forget(kc)
 
     # -- spare keycodes ---------------------------------------------------------------
 
