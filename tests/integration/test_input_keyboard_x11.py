@@ -425,3 +425,56 @@ def test_a_borrowed_keycode_remapped_by_another_client_is_not_trusted(
     finally:
         if keycode:
             remap_from_another_client(keycode, 0)  # the keymap as the other tests expect it
+
+
+def test_a_run_sigkilled_while_holding_shift_is_cleaned_up_by_the_next_controller(
+    target_app: TargetApp, tmp_path: Path
+) -> None:
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+    script: list[Reply | str] = [
+        Reply(tool_calls=[("hold_key", {"key": "shift", "seconds": 5})]),
+        "Done.",
+    ]
+    target_app.focus("entry")
+    mark = target_app.mark()
+    with ModelServer(ScriptedPolicy(script)) as server:
+        cmd = [
+            sys.executable,
+            "-m",
+            "deskpilot",
+            "run",
+            "--endpoint",
+            server.endpoint,
+            "--toolset",
+            "extended",
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            "--image-size",
+            "960x540",
+            "--quiet",
+            "--json",
+            "hold shift",
+        ]
+        log = open(tmp_path / "run.log", "wb")  # noqa: SIM115 - closed below
+        proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=tmp_path)
+        try:
+            try:
+                target_app.wait_for(
+                    lambda r: r["type"] == "key" and r["keysym"].startswith("Shift"),
+                    since=mark,
+                    timeout=60,
+                )
+            except TimeoutError:
+                proc.kill()
+                raise AssertionError((tmp_path / "run.log").read_text(errors="replace")) from None
+            assert keys_and_buttons_down()[0], "shift should be held now"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            log.close()
+    assert keys_and_buttons_down()[0], "a SIGKILLed run cannot release anything itself"
+    with InputController("xtest"):  # the next controller (a run, doctor) reclaims it
+        assert keys_and_buttons_down() == ([], 0)
