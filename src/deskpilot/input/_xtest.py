@@ -19,9 +19,12 @@ So: every spare keycode of the server forms a pool. The text is cut into chunks 
 need at most as many unmapped characters as there are spares to be had; each chunk's
 characters are bound in one batch (one request per run of adjacent keycodes, one
 XSync), then the client gets ``settle`` seconds to take the new mapping in before the
-first key event of the chunk; a keycode is only remapped once its last key event is
-``remap_guard`` seconds old (least recently used first); characters already on a
-spare keycode are reused without a remap.
+first key event of the chunk (skipped when only empty keycodes were bound and we sent
+no key event or remap for ``remap_guard`` seconds: measured into Tk and Chromium, such
+a batch is never garbled, and it is the common case, one short text per agent turn);
+a keycode is only remapped once its last key event is ``remap_guard`` seconds old
+(least recently used first); characters already on a spare keycode are reused
+without a remap.
 
 Sharing the display, and surviving a kill. Every controller records on the display
 itself (:mod:`deskpilot._x11._record`, a root-window property) which spare keycodes it
