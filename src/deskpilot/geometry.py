@@ -24,9 +24,11 @@ monitors land within 1 px. Image pixels map through the same area:
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 
 import orjson
 
@@ -45,11 +47,27 @@ __all__ = [
 NORM_MAX = 1000
 
 
-def clamp_norm(value: float) -> int:
+def _integer(value: Any, what: str) -> int:
+    """``value`` as a plain int: ints and integer-likes such as numpy integers
+    (``operator.index``); bools, floats and anything else raise :class:`GeometryError`."""
+    if isinstance(value, bool):
+        raise GeometryError(f"{what} must be an integer, got {value!r}", **{what: repr(value)})
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise GeometryError(
+            f"{what} must be an integer, got {type(value).__name__} {value!r}", **{what: repr(value)}
+        ) from None
+
+
+def clamp_norm(value: float | SupportsFloat) -> int:
     """Round and clamp one model coordinate into 0..1000."""
-    if not math.isfinite(value):
+    if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Real, SupportsFloat)):
+        raise InvalidBoxError(f"coordinate {value!r} is not a number")
+    number = float(value)
+    if not math.isfinite(number):
         raise InvalidBoxError(f"coordinate {value!r} is not a finite number")
-    return max(0, min(NORM_MAX, int(round(value))))
+    return max(0, min(NORM_MAX, round(number)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +80,10 @@ class Rect:
     height: int
 
     def __post_init__(self) -> None:
+        # Plain ints whatever came in (numpy integers from array maths included), so
+        # records built from a Rect serialize and compare like any other.
+        for name in ("left", "top", "width", "height"):
+            object.__setattr__(self, name, _integer(getattr(self, name), name))
         if self.width <= 0 or self.height <= 0:
             raise GeometryError(f"empty rectangle {self.width}x{self.height}", rect=self.as_tuple())
 
@@ -101,10 +123,10 @@ def crop_rect(area: Rect, crop: Sequence[float]) -> Rect:
         raise GeometryError(f"crop {tuple(crop)!r} has a non-finite value")
     x1, x2 = sorted((min(max(x1, 0.0), 1.0), min(max(x2, 0.0), 1.0)))
     y1, y2 = sorted((min(max(y1, 0.0), 1.0), min(max(y2, 0.0), 1.0)))
-    left = min(area.width - 1, int(round(x1 * area.width)))
-    top = min(area.height - 1, int(round(y1 * area.height)))
-    right = max(left + 1, min(area.width, int(round(x2 * area.width))))
-    bottom = max(top + 1, min(area.height, int(round(y2 * area.height))))
+    left = min(area.width - 1, round(x1 * area.width))
+    top = min(area.height - 1, round(y1 * area.height))
+    right = max(left + 1, min(area.width, round(x2 * area.width)))
+    bottom = max(top + 1, min(area.height, round(y2 * area.height)))
     return Rect(area.left + left, area.top + top, right - left, bottom - top)
 
 
@@ -117,6 +139,8 @@ class Mapping:
     image_height: int
 
     def __post_init__(self) -> None:
+        for name in ("image_width", "image_height"):
+            object.__setattr__(self, name, _integer(getattr(self, name), name))
         if self.image_width <= 0 or self.image_height <= 0:
             raise GeometryError(f"empty image {self.image_width}x{self.image_height}")
 
@@ -125,7 +149,7 @@ class Mapping:
         """Physical pixels per image pixel on each axis (>1 when the image is downscaled)."""
         return (self.area.width / self.image_width, self.area.height / self.image_height)
 
-    def norm_to_physical(self, nx: float, ny: float) -> tuple[int, int]:
+    def norm_to_physical(self, nx: float | SupportsFloat, ny: float | SupportsFloat) -> tuple[int, int]:
         """A model point (0..1000, clamped) -> the physical pixel it names."""
         cx, cy = clamp_norm(nx), clamp_norm(ny)
         a = self.area
@@ -200,11 +224,13 @@ class Box:
 
 def _number(value: Any, where: str) -> float:
     # bool is an int subclass; a model writing [true, false] has not named a point.
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # numbers.Real takes numpy integers and floats too (a caller computing boxes with numpy).
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidBoxError(f"{where} must be a number, got {value!r}")
-    if not math.isfinite(value):
+    number = float(value)
+    if not math.isfinite(number):
         raise InvalidBoxError(f"{where} must be finite, got {value!r}")
-    return float(value)
+    return number
 
 
 def parse_box(value: Any) -> Box:

@@ -80,9 +80,22 @@ def test_the_global_hotkey_trips_with_and_without_lock_modifiers(centred: str, l
     assert switch.trip_info is not None and switch.trip_info.source == "hotkey"
 
 
+@pytest.mark.parametrize("held", ["shift+ctrl", "shift", "win", "ctrl+alt"])
+def test_the_hotkey_trips_while_the_agent_holds_modifiers(centred: str, held: str) -> None:
+    from deskpilot.input import InputController
+
+    with KillSwitch(poll_interval=POLL, corner=False) as switch, InputController("xtest") as hands:
+        assert switch.status["hotkey"] == "armed: ctrl+alt+q"
+        with hands.hold(held):
+            hands.sync()
+            xdotool("key", "ctrl+alt+q")  # the user's press, on top of the agent's held keys
+            assert wait_until(lambda: switch.tripped)
+    assert switch.trip_info is not None and switch.trip_info.source == "hotkey"
+
+
 def test_other_keys_do_not_trip_and_the_grab_is_released_on_stop(centred: str) -> None:
     with KillSwitch(poll_interval=POLL, corner=False, hotkeys=("ctrl+alt+q",)) as first:
-        xdotool("key", "ctrl+alt+w", "q", "alt+q")
+        xdotool("key", "ctrl+alt+w", "q", "alt+q", "shift+q", "ctrl+shift+q")
         time.sleep(5 * POLL)
         assert not first.tripped
         # a second watcher cannot grab the same combo while the first holds it

@@ -248,6 +248,20 @@ def test_bad_sizes(size: object) -> None:
         cap.grab(size=size)  # type: ignore[arg-type]
 
 
+def test_numpy_integer_sizes_are_sizes() -> None:
+    with Capturer(FakeBackend()) as cap:
+        a = cap.grab(size=(np.int64(64), np.int32(48)))
+        b = cap.grab(size=np.array([64, 48]))  # type: ignore[arg-type]
+    assert a.size == b.size == (64, 48)
+    assert type(a.size[0]) is int and a.describe()["image_size"] == [64, 48]
+
+
+@pytest.mark.parametrize("size", [(np.float64(64.0), 48), np.array([64.5, 48.0]), (np.int64(0), 48)])
+def test_numpy_non_integers_and_zero_are_refused(size: object) -> None:
+    with Capturer(FakeBackend()) as cap, pytest.raises(ConfigError, match="positive integers"):
+        cap.grab(size=size)  # type: ignore[arg-type]
+
+
 def test_frame_rejects_non_rgb_arrays() -> None:
     with pytest.raises(ValueError):
         Frame(np.zeros((4, 4, 4), np.uint8), Rect(0, 0, 4, 4))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+import orjson
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -193,3 +195,21 @@ def test_invalid_boxes_raise_with_a_kind(value: Any, kind: str) -> None:
         parse_box(value)
     assert info.value.kind == kind
     assert isinstance(info.value, ValueError)
+
+
+def test_numpy_integers_are_accepted_and_stored_as_ints() -> None:
+    rect = Rect(np.int64(-1920), np.int32(0), np.uint16(1920), np.int64(1080))  # type: ignore[arg-type]
+    assert rect == Rect(-1920, 0, 1920, 1080)
+    assert all(type(v) is int for v in rect.as_tuple())
+    mapping = Mapping(rect, np.int64(1536), np.int64(864))  # type: ignore[arg-type]
+    assert orjson.loads(orjson.dumps(mapping.describe()))["image_size"] == [1536, 864]
+    assert mapping.norm_to_physical(np.int64(500), np.int32(500)) == mapping.norm_to_physical(500, 500)
+    assert parse_box([np.int64(10), np.float32(20.0)]) == Box(10, 20, 10, 20)
+
+
+@pytest.mark.parametrize("bad", [1.5, np.float64(2.0), "3", True, None])
+def test_non_integer_rect_and_image_sizes_raise_a_clear_error(bad: Any) -> None:
+    with pytest.raises(GeometryError, match="must be an integer"):
+        Rect(0, 0, bad, 10)
+    with pytest.raises(GeometryError, match="must be an integer"):
+        Mapping(Rect(0, 0, 10, 10), 10, bad)

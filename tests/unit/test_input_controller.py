@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from deskpilot._errors import DeskpilotError, InputError, UnknownKeyError
@@ -263,3 +264,24 @@ def test_context_manager_closes() -> None:
         ctl.mouse_down()
     assert isinstance(ctl.backend, DryBackend) and ctl.backend.closed
     assert held_after(ctl.backend) == set()
+
+
+def test_numpy_numbers_are_coordinates(ctl: InputController) -> None:
+    point = np.array([100, 200])
+    assert ctl.move(point[0], point[1]) == (100, 200) and type(ctl.move(*point)[0]) is int
+    ctl.click(np.int64(300), np.int32(400), count=np.int64(2))  # type: ignore[arg-type]
+    ctl.drag(point, np.array([150, 250]), duration=0, steps=np.int64(1))  # type: ignore[arg-type]
+    ctl.move(np.float32(10.4), np.float64(20.6))
+    ctl.scroll(np.uint16(5), np.int8(6), dy=np.int64(2))  # type: ignore[arg-type]
+    moves = [(a["x"], a["y"]) for a in events(ctl, "move")]
+    assert moves == [(100, 200), (100, 200), (300, 400), (100, 200), (150, 250), (10, 21), (5, 6)]
+    assert all(type(v) is int for m in moves for v in m)
+    assert [a["down"] for a in events(ctl, "button")] == [True, False] * 3
+
+
+@pytest.mark.parametrize("bad", [np.float64("nan"), np.array([1, 2]), "7", np.bool_(True)])
+def test_non_numbers_are_refused_as_coordinates(ctl: InputController, bad: Any) -> None:
+    with pytest.raises(InputArgumentError, match="x must be"):
+        ctl.click(bad, 5)
+    with pytest.raises(InputArgumentError, match="count must be an integer"):
+        ctl.click(1, 2, count=np.float64(2.0))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""ctypes declarations for libX11, libXtst and libXfixes.
+"""ctypes declarations for libX11 (XKB included), libXtst and libXfixes.
 
 Importing this module loads nothing: the structures and the prototype table are plain
 data (so they can be inspected and tested on any OS), and each library is opened on
@@ -16,6 +16,7 @@ from ctypes import (
     Structure,
     c_char_p,
     c_int,
+    c_long,
     c_short,
     c_ubyte,
     c_uint,
@@ -38,7 +39,10 @@ __all__ = [
     "KeySym",
     "Window",
     "XErrorEvent",
+    "XEvent",
     "XFixesCursorImage",
+    "XkbMapNotifyEvent",
+    "XkbStateRec",
     "library",
 ]
 
@@ -83,6 +87,60 @@ class XErrorEvent(Structure):
     )
 
 
+class XEvent(ctypes.Union):
+    """``XEvent`` (Xlib.h): only its type is read here; 24 longs is Xlib's own size."""
+
+    _fields_ = (("type", c_int), ("pad", c_long * 24))
+
+
+class XkbMapNotifyEvent(Structure):
+    """``XkbMapNotifyEvent`` (XKBlib.h), up to the key-symbol range it reports."""
+
+    _fields_ = (
+        ("type", c_int),
+        ("serial", c_ulong),
+        ("send_event", Bool),
+        ("display", Display),
+        ("time", c_ulong),
+        ("xkb_type", c_int),
+        ("device", c_int),
+        ("changed", c_uint),
+        ("flags", c_uint),
+        ("first_type", c_int),
+        ("num_types", c_int),
+        ("min_key_code", KeyCode),
+        ("max_key_code", KeyCode),
+        ("first_key_sym", KeyCode),
+        ("first_key_act", KeyCode),
+        ("first_key_behavior", KeyCode),
+        ("first_key_explicit", KeyCode),
+        ("first_modmap_key", KeyCode),
+        ("first_vmodmap_key", KeyCode),
+        ("num_key_syms", c_int),
+    )
+
+
+class XkbStateRec(Structure):
+    """``XkbStateRec`` (XKBstr.h): the keyboard's group and modifier state."""
+
+    _fields_ = (
+        ("group", c_ubyte),
+        ("locked_group", c_ubyte),
+        ("base_group", c_ushort),
+        ("latched_group", c_ushort),
+        ("mods", c_ubyte),
+        ("base_mods", c_ubyte),
+        ("latched_mods", c_ubyte),
+        ("locked_mods", c_ubyte),
+        ("compat_state", c_ubyte),
+        ("grab_mods", c_ubyte),
+        ("compat_grab_mods", c_ubyte),
+        ("lookup_mods", c_ubyte),
+        ("compat_lookup_mods", c_ubyte),
+        ("ptr_buttons", c_ushort),
+    )
+
+
 #: ``int (*XErrorHandler)(Display *, XErrorEvent *)``.
 XERROR_HANDLER = ctypes.CFUNCTYPE(c_int, Display, POINTER(XErrorEvent))
 
@@ -96,9 +154,11 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
 #: Function name -> (library, argtypes, restype). Sorted by name.
 CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XChangeKeyboardMapping": ("X11", (Display, c_int, c_int, POINTER(KeySym), c_int), c_int),
+    "XChangeProperty": ("X11", (Display, Window, Atom, Atom, c_int, c_int, c_void_p, c_int), c_int),
     "XCloseDisplay": ("X11", (Display,), c_int),
     "XDefaultRootWindow": ("X11", (Display,), Window),
     "XDefaultScreen": ("X11", (Display,), c_int),
+    "XDeleteProperty": ("X11", (Display, Window, Atom), c_int),
     "XDisplayHeight": ("X11", (Display, c_int), c_int),
     "XDisplayKeycodes": ("X11", (Display, POINTER(c_int), POINTER(c_int)), c_int),
     "XDisplayWidth": ("X11", (Display, c_int), c_int),
@@ -107,9 +167,21 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XFixesQueryVersion": ("Xfixes", (Display, POINTER(c_int), POINTER(c_int)), c_int),
     "XFlush": ("X11", (Display,), c_int),
     "XFree": ("X11", (c_void_p,), c_int),
+    "XGetAtomNames": ("X11", (Display, POINTER(Atom), c_int, POINTER(c_void_p)), c_int),
     "XGetErrorText": ("X11", (Display, c_int, c_char_p, c_int), c_int),
     "XGetKeyboardMapping": ("X11", (Display, KeyCode, c_int, POINTER(c_int)), POINTER(KeySym)),
+    "XGetWindowProperty": (
+        "X11",
+        (Display, Window, Atom, c_long, c_long, Bool, Atom, POINTER(Atom), POINTER(c_int),
+         POINTER(c_ulong), POINTER(c_ulong), POINTER(POINTER(c_ubyte))),
+        c_int,
+    ),
+    "XGrabServer": ("X11", (Display,), c_int),
+    "XInternAtom": ("X11", (Display, c_char_p, Bool), Atom),
+    "XListProperties": ("X11", (Display, Window, POINTER(c_int)), POINTER(Atom)),
+    "XNextEvent": ("X11", (Display, POINTER(XEvent)), c_int),
     "XOpenDisplay": ("X11", (c_char_p,), Display),
+    "XPending": ("X11", (Display,), c_int),
     "XQueryPointer": (
         "X11",
         (Display, Window, POINTER(Window), POINTER(Window), POINTER(c_int), POINTER(c_int),
@@ -124,6 +196,14 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XTestQueryExtension": (
         "Xtst", (Display, POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_int)), Bool,
     ),
+    "XUngrabServer": ("X11", (Display,), c_int),
+    "XkbGetState": ("X11", (Display, c_uint, POINTER(XkbStateRec)), c_int),
+    "XkbLockGroup": ("X11", (Display, c_uint, c_uint), Bool),
+    "XkbLockModifiers": ("X11", (Display, c_uint, c_uint, c_uint), Bool),
+    "XkbQueryExtension": (
+        "X11", (Display, POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_int)), Bool,
+    ),
+    "XkbSelectEvents": ("X11", (Display, c_uint, c_ulong, c_ulong), Bool),
 }
 
 _loaded: dict[str, ctypes.CDLL] = {}

@@ -9,12 +9,14 @@ loads Win32 declarations and vice versa.
 
 from __future__ import annotations
 
+import numbers
+import operator
 import sys
 import threading
 import time
 import warnings
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
@@ -61,14 +63,20 @@ def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
 
 
 def _size(size: Any) -> tuple[int, int]:
-    if (
-        not isinstance(size, Sequence)
-        or isinstance(size, (str, bytes))
-        or len(size) != 2
-        or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in size)
-    ):
-        raise ConfigError(f"size must be (width, height) with positive integers, got {size!r}", size=repr(size))
-    return (int(size[0]), int(size[1]))
+    bad = ConfigError(f"size must be (width, height) with positive integers, got {size!r}", size=repr(size))
+    # A numpy array or numpy integers (a size computed with numpy) are accepted; floats are not.
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__getitem__") or not hasattr(size, "__len__"):
+        raise bad
+    if len(size) != 2:
+        raise bad
+    values: list[int] = []
+    for v in size:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise bad
+        values.append(operator.index(v))
+    if min(values) <= 0:
+        raise bad
+    return (values[0], values[1])
 
 
 class Capturer:
@@ -154,7 +162,7 @@ class Capturer:
         self._check_open()
         return self._backend.monitors()
 
-    def grab(self, size: tuple[int, int] | None = None) -> Frame:
+    def grab(self, size: Sequence[SupportsIndex] | None = None) -> Frame:
         """Capture the working area, resized to ``size`` = (w, h) when given."""
         area = self.area
         width, height = (area.width, area.height) if size is None else _size(size)

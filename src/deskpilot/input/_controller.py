@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
+import operator
 import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, SupportsFloat, SupportsIndex, TypeAlias, cast
 
 from deskpilot._errors import InputError
 from deskpilot.geometry import Rect
@@ -30,6 +32,9 @@ __all__ = ["BACKENDS", "InputArgumentError", "InputController", "make_backend"]
 BACKENDS: tuple[str, ...] = ("auto", "dry", "sendinput", "xtest")
 
 _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
+
+#: A coordinate: any real number, numpy integers and floats included (rounded to a pixel).
+Coordinate: TypeAlias = float | SupportsFloat
 
 
 class InputArgumentError(InputError, ValueError):
@@ -61,17 +66,24 @@ def make_backend(name: str) -> InputBackend:
 
 
 def _coordinate(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # numbers.Real: numpy integers and floats (points computed with numpy) are numbers too.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InputArgumentError(f"{what} must be a number, got {value!r}", **{what: repr(value)})
-    if not math.isfinite(value):
+    if isinstance(value, numbers.Integral):
+        return operator.index(value)
+    number = float(value)
+    if not math.isfinite(number):
         raise InputArgumentError(f"{what} must be finite, got {value!r}", **{what: repr(value)})
-    return round(value)
+    return round(number)
 
 
 def _count(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+    number: int | None = None
+    if not isinstance(value, bool) and isinstance(value, numbers.Integral):
+        number = operator.index(value)  # numpy integers included
+    if number is None or not low <= number <= high:
         raise InputArgumentError(f"{what} must be an integer {low}..{high}, got {value!r}", **{what: repr(value)})
-    return value
+    return number
 
 
 def _button(value: Any) -> Button:
@@ -119,7 +131,7 @@ class InputController:
     def position(self) -> tuple[int, int]:
         return self._backend.position()
 
-    def clamp(self, x: float, y: float) -> tuple[int, int]:
+    def clamp(self, x: Coordinate, y: Coordinate) -> tuple[int, int]:
         """Validate and clamp a point onto the desktop."""
         px, py = _coordinate(x, "x"), _coordinate(y, "y")
         d = self._backend.desktop()
@@ -181,14 +193,14 @@ class InputController:
 
     # -- mouse ----------------------------------------------------------------------
 
-    def move(self, x: float, y: float) -> tuple[int, int]:
+    def move(self, x: Coordinate, y: Coordinate) -> tuple[int, int]:
         """Move the pointer; returns the (clamped) physical point."""
         point = self.clamp(x, y)
         with self._atomic():
             self._backend.move(*point)
         return point
 
-    def _maybe_move(self, x: float | None, y: float | None) -> None:
+    def _maybe_move(self, x: Coordinate | None, y: Coordinate | None) -> None:
         if (x is None) != (y is None):
             raise InputArgumentError("give both x and y, or neither", x=repr(x), y=repr(y))
         if x is not None and y is not None:
@@ -206,7 +218,9 @@ class InputController:
             # Released even if not pressed here: a way out of a button stuck elsewhere.
             self._release((), [b], force=True)
 
-    def click(self, x: float | None = None, y: float | None = None, button: Button = "left", count: int = 1) -> None:
+    def click(
+        self, x: Coordinate | None = None, y: Coordinate | None = None, button: Button = "left", count: SupportsIndex = 1
+    ) -> None:
         """Click ``count`` (1-3) times at ``(x, y)`` (or where the pointer is)."""
         b = _button(button)
         n = _count(count, "count", 1, 3)
@@ -220,12 +234,12 @@ class InputController:
 
     def drag(
         self,
-        start: Sequence[float],
-        end: Sequence[float] | None = None,
+        start: Sequence[Coordinate],
+        end: Sequence[Coordinate] | None = None,
         *,
-        path: Sequence[Sequence[float]] | None = None,
+        path: Sequence[Sequence[Coordinate]] | None = None,
         duration: float = 0.3,
-        steps: int = 20,
+        steps: SupportsIndex = 20,
         button: Button = "left",
     ) -> None:
         """Press at ``start``, move through ``path`` (if any) to ``end``, release.
@@ -258,8 +272,11 @@ class InputController:
             finally:
                 self._release((), [b])
 
-    def _pair(self, point: Sequence[float], what: str) -> tuple[int, int]:
-        if isinstance(point, (str, bytes)) or not isinstance(point, Sequence) or len(point) != 2:
+    def _pair(self, point: Sequence[Coordinate], what: str) -> tuple[int, int]:
+        # A numpy array of two numbers is a pair too (it is no collections.abc.Sequence).
+        if isinstance(point, (str, bytes)) or not hasattr(point, "__getitem__") or not hasattr(point, "__len__"):
+            raise InputArgumentError(f"{what} must be an (x, y) pair, got {point!r}")
+        if len(point) != 2:
             raise InputArgumentError(f"{what} must be an (x, y) pair, got {point!r}")
         return self.clamp(point[0], point[1])
 
@@ -275,7 +292,9 @@ class InputController:
                 route.append((round(ax + (bx - ax) * t), round(ay + (by - ay) * t)))
         return route
 
-    def scroll(self, x: float | None = None, y: float | None = None, *, dy: int = 0, dx: int = 0) -> None:
+    def scroll(
+        self, x: Coordinate | None = None, y: Coordinate | None = None, *, dy: SupportsIndex = 0, dx: SupportsIndex = 0
+    ) -> None:
         """Scroll by notches at ``(x, y)``: ``dy`` > 0 down, ``dx`` > 0 right."""
         vertical = _count(dy, "dy", -1000, 1000)
         horizontal = _count(dx, "dx", -1000, 1000)

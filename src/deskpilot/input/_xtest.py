@@ -15,14 +15,37 @@ from a 70-character non-ASCII alphabet per run): one remap per character with no
 waits garbled 5 runs of 5; batched remaps without a settle 2 of 8; batched with a
 5-50 ms settle 0 of 36.
 
-So: every spare keycode of the server (one with no keysym at all) forms a pool.
-The text is cut into chunks that need at most as many unmapped characters as there
-are spares; each chunk's characters are mapped in one batch (one XSync), then the
-client gets ``settle`` seconds to take the new mapping in before the first key event
-of the chunk; a keycode is only remapped once its last key event is ``remap_guard``
-seconds old (least recently used first); characters already on a spare keycode are
-reused without a remap. Mappings stay in place as a cache for later calls and are
-restored to NoSymbol by :meth:`XTestBackend.close`, after the same guard.
+So: every spare keycode of the server forms a pool. The text is cut into chunks that
+need at most as many unmapped characters as there are spares to be had; each chunk's
+characters are bound in one batch (one request per run of adjacent keycodes, one
+XSync), then the client gets ``settle`` seconds to take the new mapping in before the
+first key event of the chunk (skipped when only empty keycodes were bound and we sent
+no key event or remap for ``remap_guard`` seconds: measured into Tk and Chromium, such
+a batch is never garbled, and it is the common case, one short text per agent turn);
+a keycode is only remapped once its last key event is ``remap_guard`` seconds old
+(least recently used first); characters already on a spare keycode are reused
+without a remap.
+
+Sharing the display, and surviving a kill. Every controller records on the display
+itself (:mod:`deskpilot._x11._record`, a root-window property) which spare keycodes it
+borrowed and which keys and buttons it holds. Keycodes are claimed in that record
+under a server grab, so two controllers never remap each other's keycodes (and a
+keycode borrowed by another controller is never taken for a key of the layout).
+Borrowed keycodes are given back ``remap_guard`` seconds after the last typing, not
+only on :meth:`XTestBackend.close`. When a controller finds an owner in the record
+whose process is gone (SIGKILL), it releases that owner's keys and buttons and
+restores its keycodes before going on.
+
+The keyboard as it is. Locked modifiers (CapsLock, NumLock, a Shift lock) and a
+locked layout group would change what the keys type, so :meth:`XTestBackend.type_text`
+unlocks them for the duration and locks them again afterwards. A layout change
+(setxkbmap, a desktop's layout switcher) arrives as an XKB map notification on our
+connection; the keymap is read again before the next key goes out.
+
+Clicks. Chromium (and so Electron apps) ignores a click whose X timestamp equals the
+previous one's, and events sent back to back share a millisecond: a button press
+follows the previous button release by at least ``click_gap`` seconds, so double and
+triple clicks register there as they do in Tk and GTK.
 """
 
 from __future__ import annotations
@@ -32,9 +55,12 @@ import ctypes
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 
 from deskpilot._errors import InputError
 from deskpilot._x11 import XDisplay, library
+from deskpilot._x11._lib import XEvent, XkbMapNotifyEvent, XkbStateRec
+from deskpilot._x11._record import InputRecord, Owner, OwnerEntry
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button
 from deskpilot.input._keys import KeySpec
@@ -54,6 +80,12 @@ _CONTROL_KEYSYMS: dict[str, int] = {
     "\x1b": 0xFF1B,  # Escape
 }
 
+_XKB_USE_CORE_KBD = 0x100
+_XKB_NEW_KEYBOARD_NOTIFY, _XKB_MAP_NOTIFY = 0, 1
+_XKB_EVENTS = (1 << _XKB_NEW_KEYBOARD_NOTIFY) | (1 << _XKB_MAP_NOTIFY)
+#: How often a controller looks again for a spare keycode while others hold them all.
+_SPARE_POLL = 0.02
+
 
 def char_keysym(ch: str) -> int:
     """The keysym that types ``ch``: Latin-1 keysyms equal their code point, every
@@ -71,72 +103,229 @@ def char_keysym(ch: str) -> int:
     return 0x01000000 | cp
 
 
+def _runs(keycodes: list[int]) -> list[list[int]]:
+    """Sorted keycodes cut into runs of adjacent ones (one remap request per run)."""
+    runs: list[list[int]] = []
+    for kc in sorted(keycodes):
+        if runs and runs[-1][-1] == kc - 1:
+            runs[-1].append(kc)
+        else:
+            runs.append([kc])
+    return runs
+
+
 class XTestBackend:
     """Primitive input events through XTEST on the display named by ``display``
-    (default: ``$DISPLAY``)."""
+    (default: ``$DISPLAY``).
+
+    ``remap_guard``: seconds a spare keycode's last key event must be old before it
+    is remapped or given back. ``settle``: seconds clients get to take a new mapping
+    in. ``click_gap``: least seconds between a button release and the next press.
+    ``spare_wait``: seconds to wait for another controller to give back spare
+    keycodes when it holds them all.
+    """
 
     name = "xtest"
 
-    def __init__(self, display: str | None = None, *, remap_guard: float = 0.15, settle: float = 0.05) -> None:
-        if remap_guard < 0 or settle < 0:
-            raise ValueError(f"remap_guard and settle must be >= 0, got {remap_guard!r}, {settle!r}")
+    def __init__(
+        self,
+        display: str | None = None,
+        *,
+        remap_guard: float = 0.15,
+        settle: float = 0.05,
+        click_gap: float = 0.03,
+        spare_wait: float = 5.0,
+    ) -> None:
+        if min(remap_guard, settle, click_gap, spare_wait) < 0:
+            raise ValueError(
+                "remap_guard, settle, click_gap and spare_wait must be >= 0, got "
+                f"{remap_guard!r}, {settle!r}, {click_gap!r}, {spare_wait!r}"
+            )
         self.remap_guard = remap_guard
         self.settle = settle
+        self.click_gap = click_gap
+        self.spare_wait = spare_wait
         self._lock = threading.RLock()
         self._xtst = library("Xtst")
         self._display = XDisplay(InputError, display)
+        self._timer: threading.Timer | None = None
         try:
             d = self._display.ptr
             ev, err, major, minor = (ctypes.c_int() for _ in range(4))
-            if not self._xtst.XTestQueryExtension(d, ctypes.byref(ev), ctypes.byref(err), ctypes.byref(major), ctypes.byref(minor)):
+            if not self._xtst.XTestQueryExtension(
+                d, ctypes.byref(ev), ctypes.byref(err), ctypes.byref(major), ctypes.byref(minor)
+            ):
                 raise InputError("the X server has no XTEST extension", call="XTestQueryExtension")
             lo, hi = ctypes.c_int(), ctypes.c_int()
             self._display.x11.XDisplayKeycodes(d, ctypes.byref(lo), ctypes.byref(hi))
             # Keycode 8 is reserved by XKB in practice; never hand it out.
             self._min_keycode, self._max_keycode = max(lo.value, 9), hi.value
+            self._xkb_event = self._select_xkb_events()
+            self._owner = Owner.current()
+            self._record = InputRecord(self._display, self._owner)
             self._index: dict[int, tuple[int, int]] = {}
             self._shifted: dict[int, int] = {}
             self._shift_keycodes: set[int] = set()
-            keymap = self._read_keymap()
-            spare = [kc for kc, syms in keymap.items() if not any(syms)]
-            if not spare:
-                raise InputError("the keymap has no spare keycode to type unmapped characters")
-            #: spare keycode -> keysym it carries now (0: none); least recently used first.
-            self._spare: OrderedDict[int, int] = OrderedDict((kc, 0) for kc in spare)
-            self._spare_by_keysym: dict[int, int] = {}
+            #: keycodes that are spare or borrowed by some controller: never layout keys.
+            self._candidates: set[int] = set()
+            #: keycodes this controller borrowed -> keysym each carries; least recently used first.
+            self._mine: OrderedDict[int, int] = OrderedDict()
+            self._by_keysym: dict[int, int] = {}
             self._last_used: dict[int, float] = {}
             self._held: dict[int, int] = {}  # keycode -> presses not yet released (key())
-            self._index_keymap(keymap)
+            self._typing: set[int] = set()  # keycodes type_text may have down right now
+            self._buttons: set[int] = set()  # buttons down (button(), wheel())
+            self._last_release = 0.0
+            self._last_event = 0.0  # monotonic time of our last key event or remap
+            self._others_borrow = False  # other controllers held spare keycodes at the last look
+            self._reload()
+            if not self._candidates:
+                raise InputError("the keymap has no spare keycode to type unmapped characters")
         except BaseException:
             self._display.close()
             raise
 
+    # -- the shared record ----------------------------------------------------------
+
+    def _entry(self) -> OwnerEntry:
+        o = self._owner
+        return OwnerEntry(
+            o.host,
+            o.pid,
+            o.start,
+            set(self._held) | self._typing,
+            set(self._buttons),
+            dict(self._mine),
+        )
+
+    def _store(self, owners: dict[str, OwnerEntry]) -> None:
+        """Put this controller's current state into ``owners`` (inside a transaction)."""
+        owners[self._owner.key] = self._entry()
+
+    def _publish(self) -> None:
+        """Record what this controller holds now, before a press / after a release
+        (one asynchronous request, sent ahead of the event; nothing when unchanged)."""
+        self._record.publish(self._entry())
+
+    def _reclaim(self, owners: dict[str, OwnerEntry]) -> None:
+        """Release what dead owners held and restore the keycodes they borrowed
+        (inside a transaction: nobody else changes the keymap meanwhile)."""
+        dead = [k for k, e in owners.items() if k != self._owner.key and not e.alive()]
+        if not dead:
+            return
+        live = [e for k, e in owners.items() if k not in dead]
+        live_keys = {kc for e in live for kc in e.keys} | set(self._held) | self._typing
+        live_buttons = {b for e in live for b in e.buttons} | self._buttons
+        live_borrowed = {kc for e in live for kc in e.borrowed} | set(self._mine)
+        d = self._display
+        for key in dead:
+            entry = owners.pop(key)
+            # Releasing a key the XTest device does not hold is dropped by the server,
+            # so a stale entry costs nothing; keys a live owner holds are left alone.
+            for kc in sorted((entry.keys | set(entry.borrowed)) - live_keys):
+                if self._min_keycode <= kc <= self._max_keycode:
+                    self._xtst.XTestFakeKeyEvent(d.handle(), kc, 0, 0)
+            for button in sorted(entry.buttons - live_buttons):
+                if 1 <= button <= 255:
+                    self._xtst.XTestFakeButtonEvent(d.handle(), button, 0, 0)
+            mapped = self._read_keymap(entry.borrowed) if entry.borrowed else {}
+            for kc, keysym in entry.borrowed.items():
+                # Only what it left behind: a keycode another client mapped since is not ours to clear.
+                if kc not in live_borrowed and mapped.get(kc, [0])[0] == keysym:
+                    self._change(kc, 0)
+
     # -- keymap ---------------------------------------------------------------------
 
-    def _read_keymap(self) -> dict[int, list[int]]:
+    def _select_xkb_events(self) -> int | None:
+        """Ask for XKB keymap notifications on our connection; their event type, or
+        None on a server without XKB (the keymap is then read once)."""
         d = self._display
-        count = self._max_keycode - self._min_keycode + 1
+        opcode, event, error, major, minor = (ctypes.c_int() for _ in range(5))
+        major.value, minor.value = 1, 0
+        try:
+            ok = d.x11.XkbQueryExtension(
+                d.ptr,
+                ctypes.byref(opcode),
+                ctypes.byref(event),
+                ctypes.byref(error),
+                ctypes.byref(major),
+                ctypes.byref(minor),
+            )
+        except AttributeError:
+            return None
+        if not ok:
+            return None
+        d.x11.XkbSelectEvents(d.ptr, _XKB_USE_CORE_KBD, _XKB_EVENTS, _XKB_EVENTS)
+        return event.value
+
+    def _read_keymap(self, keycodes: Iterable[int] = ()) -> dict[int, list[int]]:
+        """The keysyms of every keycode (or of the range spanning ``keycodes``)."""
+        d = self._display
+        wanted = sorted(keycodes)
+        first = max(self._min_keycode, wanted[0]) if wanted else self._min_keycode
+        last = min(self._max_keycode, wanted[-1]) if wanted else self._max_keycode
+        if last < first:
+            return {}
+        count = last - first + 1
         per = ctypes.c_int()
-        syms = d.x11.XGetKeyboardMapping(d.handle(), self._min_keycode, count, ctypes.byref(per))
+        syms = d.x11.XGetKeyboardMapping(d.handle(), first, count, ctypes.byref(per))
         if not syms:
             raise InputError("XGetKeyboardMapping returned nothing", call="XGetKeyboardMapping")
         try:
             n = per.value
-            return {
-                self._min_keycode + i: [int(syms[i * n + j]) for j in range(n)] for i in range(count)
-            }
+            return {first + i: [int(syms[i * n + j]) for j in range(n)] for i in range(count)}
         finally:
             d.x11.XFree(syms)
 
+    def _change(self, keycode: int, keysym: int) -> None:
+        pair = (ctypes.c_ulong * 2)(keysym, keysym)
+        self._display.x11.XChangeKeyboardMapping(self._display.handle(), keycode, 2, pair, 1)
+
+    def _change_runs(self, mapping: dict[int, int]) -> None:
+        """Remap keycodes -> keysyms with one request per run of adjacent keycodes."""
+        d = self._display
+        for run in _runs(list(mapping)):
+            syms = (ctypes.c_ulong * (2 * len(run)))(
+                *(s for kc in run for s in (mapping[kc], mapping[kc]))
+            )
+            d.x11.XChangeKeyboardMapping(d.handle(), run[0], 2, syms, len(run))
+
+    def _reload(self) -> None:
+        """Read the record (reclaiming dead owners) and the keymap, and rebuild the index."""
+        with self._record.transaction() as owners:
+            self._reclaim(owners)
+            keymap = self._read_keymap()
+            # Our own keycodes still carry what we put there, or they were lost (a new layout).
+            for kc, keysym in list(self._mine.items()):
+                if keymap.get(kc, [0])[0] != keysym:
+                    self._forget(kc)
+            others: set[int] = set()
+            for key, entry in owners.items():
+                if key != self._owner.key:
+                    others |= {
+                        kc
+                        for kc, sym in entry.borrowed.items()
+                        if keymap.get(kc, [0])[0] in (sym, 0)
+                    }
+            spare = {kc for kc, syms in keymap.items() if not any(syms)}
+            self._candidates = spare | others | set(self._mine)
+            self._index_keymap(keymap)
+            self._store(owners)
+
+    def _forget(self, keycode: int) -> None:
+        keysym = self._mine.pop(keycode, None)
+        if keysym is not None and self._by_keysym.get(keysym) == keycode:
+            del self._by_keysym[keysym]
+
     def _index_keymap(self, keymap: dict[int, list[int]]) -> None:
         """keysym -> (keycode, level) for the plain and shifted levels; plain wins,
-        then the lowest keycode. Our own spare keycodes are left out. ``_shifted``
+        then the lowest keycode. Spare and borrowed keycodes are left out. ``_shifted``
         keeps the shifted-level keycode of keysyms that also sit on a plain level."""
         index: dict[int, tuple[int, int]] = {}
         shifted: dict[int, int] = {}
         for level in (0, 1):
             for kc, syms in keymap.items():
-                if kc in self._spare or level >= len(syms):
+                if kc in self._candidates or level >= len(syms):
                     continue
                 sym = syms[level]
                 if sym and sym not in index:
@@ -150,18 +339,122 @@ class XTestBackend:
         }
 
     def refresh_keymap(self) -> None:
-        """Re-read the server's keymap (after a layout change, e.g. setxkbmap)."""
+        """Re-read the server's keymap (done by itself on XKB map notifications)."""
         with self._lock:
-            self._index_keymap(self._read_keymap())
+            self._reload()
+
+    def _poll_events(self) -> None:
+        """Drain our connection's events; re-read the keymap when the layout changed.
+        Notifications that only touch spare keycodes (our own remaps and other
+        controllers') change nothing we index; those touching keycodes we borrowed are
+        checked, so a client outside the record remapping one under us is noticed."""
+        if self._xkb_event is None:
+            return
+        d = self._display
+        event = XEvent()
+        changed = False
+        touched: set[int] = set()
+        while d.x11.XPending(d.handle()) > 0:
+            d.x11.XNextEvent(d.handle(), ctypes.byref(event))
+            if event.type != self._xkb_event:
+                continue
+            notify = ctypes.cast(ctypes.byref(event), ctypes.POINTER(XkbMapNotifyEvent)).contents
+            if notify.xkb_type == _XKB_NEW_KEYBOARD_NOTIFY:
+                changed = True
+            elif notify.xkb_type == _XKB_MAP_NOTIFY:
+                keys = set(range(notify.first_key_sym, notify.first_key_sym + notify.num_key_syms))
+                if notify.num_types or not keys <= self._candidates:
+                    changed = True
+                touched |= keys & self._mine.keys()
+        if changed:
+            self._reload()
+        elif touched:
+            current = self._read_keymap(touched)
+            for kc in touched:
+                if kc in self._mine and current.get(kc, [0])[0] != self._mine[kc]:
+                    self._forget(kc)
+
+    # -- spare keycodes ---------------------------------------------------------------
+
+    def _bind(self, keysyms: list[int], keep: set[int]) -> int:
+        """Bind a prefix of ``keysyms`` to spare keycodes in one batch; how many were
+        bound. Free keycodes (claimed in the record) come first, then our own least
+        recently used ones (never one in ``keep`` or held, and only once its guard
+        has passed; the wait happens outside the server grab)."""
+        d = self._display
+        while True:
+            now = time.monotonic()
+            own = [kc for kc in self._mine if kc not in keep and kc not in self._held]
+            ready = [kc for kc in own if self._last_used.get(kc, 0.0) + self.remap_guard <= now]
+            bound: dict[int, int] = {}
+            evicted = False
+            with self._record.transaction() as owners:
+                self._reclaim(owners)
+                taken = {kc for k, e in owners.items() if k != self._owner.key for kc in e.borrowed}
+                self._others_borrow = bool(taken)
+                pool = sorted(self._candidates - taken - set(self._mine))
+                if pool:  # re-verify: a client outside the record may have mapped one
+                    current = self._read_keymap(pool)
+                    pool = [kc for kc in pool if not any(current.get(kc, [1]))]
+                victims = (pool + ready)[: len(keysyms)]
+                evicted = any(kc in self._mine for kc in victims)
+                if victims:
+                    for kc, keysym in zip(victims, keysyms, strict=False):
+                        self._forget(kc)
+                        bound[kc] = keysym
+                        self._mine[kc] = keysym
+                        self._by_keysym[keysym] = kc
+                    self._candidates |= set(bound)
+                    self._change_runs(bound)
+                    self._store(owners)
+            if bound:
+                d.sync("XChangeKeyboardMapping")
+                # The settle is for clients that may still hold an older mapping of
+                # these keycodes: when a keycode that carried another character is
+                # remapped (the next chunk of a long text), or our last key event or
+                # remap is recent. Binding empty keycodes while we have been quiet for
+                # remap_guard needs none. Measured into Tk: 15 mixed characters, one
+                # batch of empty keycodes per call, 0 of 40 calls garbled without the
+                # settle; 80-character texts remapping used keycodes without it: garbled.
+                if self.settle and (
+                    evicted or time.monotonic() - self._last_event < self.remap_guard
+                ):
+                    time.sleep(self.settle)
+                return len(bound)
+            waiting = [self._last_used.get(kc, 0.0) + self.remap_guard - now for kc in own]
+            if not waiting:
+                return 0
+            d.x11.XFlush(d.handle())
+            time.sleep(max(0.0, min(waiting)))
 
     def _spare_for(self, keysym: int) -> int:
-        """A spare keycode carrying ``keysym`` (mapped now if needed)."""
-        kc = self._spare_by_keysym.get(keysym)
-        if kc is None:
-            self._map_spares([keysym], set())
-            kc = self._spare_by_keysym[keysym]
-        self._spare.move_to_end(kc)
+        """A spare keycode carrying ``keysym`` (bound now if needed)."""
+        deadline = time.monotonic() + self.spare_wait
+        while keysym not in self._by_keysym:
+            if not self._bind([keysym], set()):
+                self._wait_for_spares(deadline, keysym)
+        kc = self._by_keysym[keysym]
+        self._mine.move_to_end(kc)
         return kc
+
+    def _wait_for_spares(self, deadline: float, keysym: int) -> None:
+        """Another controller holds every spare: wait for it to give some back."""
+        if not self._others_borrow:  # only our own held keys block them: waiting cannot help
+            raise InputError(
+                f"cannot type {chr(keysym & 0xFFFFFF)!r}: all {len(self._candidates)} spare keycodes "
+                "are held down; release the held keys first",
+                keysym=hex(keysym),
+                held=len(self._held),
+            )
+        if time.monotonic() >= deadline:
+            raise InputError(
+                f"cannot type {chr(keysym & 0xFFFFFF)!r}: no spare keycode came free within "
+                f"{self.spare_wait:g} s (other input controllers on this display hold them all)",
+                keysym=hex(keysym),
+                held=len(self._held),
+            )
+        time.sleep(_SPARE_POLL)
+        self._poll_events()
 
     def _keycode(self, keysym: int) -> tuple[int, bool]:
         """(keycode, needs shift) for a keysym."""
@@ -170,22 +463,51 @@ class XTestBackend:
             return found[0], found[1] == 1
         return self._spare_for(keysym), False
 
-    def _restore_spares(self) -> None:
-        used = [kc for kc, sym in self._spare.items() if sym]
-        if not used:
+    def _give_back(self, *, wait: bool) -> None:
+        """Restore borrowed keycodes to NoSymbol and drop them from the record; those
+        used within ``remap_guard`` wait for it (``wait``) or for a later call."""
+        if self._display.closed or not self._mine:
             return
         d = self._display
-        d.x11.XFlush(d.handle())
-        last = max(self._last_used.get(kc, 0.0) for kc in used)
-        wait = last + self.remap_guard - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        empty = (ctypes.c_ulong * 2)(0, 0)
-        for kc in used:
-            d.x11.XChangeKeyboardMapping(d.handle(), kc, 2, empty, 1)
-            self._spare[kc] = 0
-        self._spare_by_keysym.clear()
+        free = [kc for kc in self._mine if kc not in self._held]
+        if not free:
+            return
+        last = max(self._last_used.get(kc, 0.0) for kc in free)
+        left = last + self.remap_guard - time.monotonic()
+        if left > 0:
+            if not wait:
+                self._schedule_give_back(left)
+                return
+            d.x11.XFlush(d.handle())
+            time.sleep(left)
+        with self._record.transaction() as owners:
+            self._reclaim(owners)
+            current = self._read_keymap(free)
+            for kc in free:
+                if current.get(kc, [0])[0] == self._mine[kc]:
+                    self._change(kc, 0)
+                self._forget(kc)
+            self._store(owners)
         d.sync("XChangeKeyboardMapping")
+        self._last_event = time.monotonic()
+
+    def _schedule_give_back(self, delay: float) -> None:
+        self._cancel_give_back()
+        timer = threading.Timer(max(delay, 0.0), self._give_back_later)
+        timer.daemon = True  # never keeps the interpreter alive; the record covers an exit
+        self._timer = timer
+        timer.start()
+
+    def _cancel_give_back(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _give_back_later(self) -> None:
+        with self._lock, contextlib.suppress(InputError):
+            if self._timer is not None and self._timer is threading.current_thread():
+                self._timer = None
+            self._give_back(wait=False)
 
     # -- events ---------------------------------------------------------------------
 
@@ -208,8 +530,15 @@ class XTestBackend:
             rx, ry, wx, wy = (ctypes.c_int() for _ in range(4))
             mask = ctypes.c_uint()
             d.x11.XQueryPointer(
-                d.handle(), d.root, ctypes.byref(root), ctypes.byref(child), ctypes.byref(rx),
-                ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask),
+                d.handle(),
+                d.root,
+                ctypes.byref(root),
+                ctypes.byref(child),
+                ctypes.byref(rx),
+                ctypes.byref(ry),
+                ctypes.byref(wx),
+                ctypes.byref(wy),
+                ctypes.byref(mask),
             )
             return (rx.value, ry.value)
 
@@ -219,21 +548,48 @@ class XTestBackend:
             raise ValueError(f"unknown mouse button {button!r} (left, right or middle)")
         with self._lock:
             d = self._display.handle()
-            self._xtst.XTestFakeButtonEvent(d, number, 1 if down else 0, 0)
-            self._display.x11.XFlush(d)
+            if down:
+                gap = self._last_release + self.click_gap - time.monotonic()
+                if gap > 0:  # distinct X timestamps: Chromium drops a click in the same ms
+                    time.sleep(gap)
+                self._buttons.add(number)
+                self._publish()  # recorded before the press: a kill in between is reclaimed
+                self._xtst.XTestFakeButtonEvent(d, number, 1, 0)
+                self._display.x11.XFlush(d)
+            else:
+                self._xtst.XTestFakeButtonEvent(d, number, 0, 0)
+                self._display.x11.XFlush(d)
+                self._last_release = time.monotonic()
+                self._buttons.discard(number)
+                self._publish()
 
     def wheel(self, vertical: int, horizontal: int) -> None:
         with self._lock:
             d = self._display.handle()
-            for count, negative, positive in (
-                (vertical, _WHEEL_UP, _WHEEL_DOWN),
-                (horizontal, _WHEEL_LEFT, _WHEEL_RIGHT),
-            ):
-                number = positive if count > 0 else negative
-                for _ in range(abs(count)):
-                    self._xtst.XTestFakeButtonEvent(d, number, 1, 0)
-                    self._xtst.XTestFakeButtonEvent(d, number, 0, 0)
-            self._display.x11.XFlush(d)
+            numbers = {
+                n
+                for count, neg, pos in (
+                    (vertical, _WHEEL_UP, _WHEEL_DOWN),
+                    (horizontal, _WHEEL_LEFT, _WHEEL_RIGHT),
+                )
+                if count
+                for n in ((pos,) if count > 0 else (neg,))
+            }
+            self._buttons |= numbers
+            self._publish()
+            try:
+                for count, negative, positive in (
+                    (vertical, _WHEEL_UP, _WHEEL_DOWN),
+                    (horizontal, _WHEEL_LEFT, _WHEEL_RIGHT),
+                ):
+                    number = positive if count > 0 else negative
+                    for _ in range(abs(count)):
+                        self._xtst.XTestFakeButtonEvent(d, number, 1, 0)
+                        self._xtst.XTestFakeButtonEvent(d, number, 0, 0)
+                self._display.x11.XFlush(d)
+            finally:
+                self._buttons -= numbers
+                self._publish()
 
     def _key_keycode(self, keysym: int) -> int:
         """The keycode to press for a key: with shift held, the key whose shifted level
@@ -250,105 +606,121 @@ class XTestBackend:
         if key.keysym is None:
             raise InputError(f"key {key.name!r} does not exist on X11", key=key.name)
         with self._lock:
+            self._poll_events()
             keycode = self._key_keycode(key.keysym)
             if down:
                 self._held[keycode] = self._held.get(keycode, 0) + 1
+                self._publish()
             self._key_event(keycode, down)
             if not down and keycode in self._held:
                 self._held[keycode] -= 1
                 if self._held[keycode] <= 0:
                     del self._held[keycode]
-            if keycode in self._spare:
+            if keycode in self._mine:
                 self._last_used[keycode] = time.monotonic()
             self._display.x11.XFlush(self._display.handle())
+            self._last_event = time.monotonic()
+            if not down:
+                self._publish()
+                if keycode in self._mine:
+                    self._schedule_give_back(self.remap_guard)
 
-    def _plan(self, keysyms: list[int], start: int) -> tuple[int, list[int]]:
-        """The end of the next chunk of ``keysyms`` from ``start`` and the keysyms it
-        needs on spare keycodes that are not mapped yet (at most the free spares).
-        ``end == start`` when the next character needs a spare and none is free."""
-        # Spares this chunk cannot remap: those held down by key() (other held keys,
-        # ctrl for one, sit on keymap keycodes and take nothing from the pool) and
-        # those carrying a keysym the chunk already relies on.
-        busy = {kc for kc in self._held if kc in self._spare}
-        new: list[int] = []
-        end = start
-        while end < len(keysyms):
-            keysym = keysyms[end]
-            if keysym not in self._index and keysym not in new:
-                kc = self._spare_by_keysym.get(keysym)
-                if kc is not None:
-                    if kc not in busy and len(busy) + len(new) >= len(self._spare):
-                        break
-                    busy.add(kc)
-                elif len(busy) + len(new) >= len(self._spare):
-                    break
-                else:
-                    new.append(keysym)
-            end += 1
-        return end, new
-
-    def _map_spares(self, keysyms: list[int], keep: set[int]) -> None:
-        """Give each keysym a spare keycode (least recently used first, never one in
-        ``keep`` or held), in one batch: one round trip, one guard wait at most."""
+    @contextlib.contextmanager
+    def _locks_cleared(self) -> Iterator[None]:
+        """Unlock CapsLock, NumLock, a Shift lock and the layout group for the block,
+        then lock them again: typed text must not depend on them."""
         d = self._display
-        victims = [kc for kc in self._spare if kc not in keep and kc not in self._held][: len(keysyms)]
-        if len(victims) < len(keysyms):
-            raise InputError(f"all {len(self._spare)} spare keycodes are in use", needed=len(keysyms))
-        wait = max(self._last_used.get(kc, 0.0) for kc in victims) + self.remap_guard - time.monotonic()
-        if wait > 0:
-            d.x11.XFlush(d.handle())
-            time.sleep(wait)
-        for kc, keysym in zip(victims, keysyms, strict=True):
-            pair = (ctypes.c_ulong * 2)(keysym, keysym)
-            d.x11.XChangeKeyboardMapping(d.handle(), kc, 2, pair, 1)
-            old = self._spare[kc]
-            if old:
-                del self._spare_by_keysym[old]
-            self._spare[kc] = keysym
-            self._spare_by_keysym[keysym] = kc
-            self._spare.move_to_end(kc)
-        d.sync("XChangeKeyboardMapping")
-        if self.settle:
-            time.sleep(self.settle)
+        state = XkbStateRec()
+        if (
+            self._xkb_event is None
+            or d.x11.XkbGetState(d.handle(), _XKB_USE_CORE_KBD, ctypes.byref(state)) != 0
+        ):
+            yield
+            return
+        locked, group = state.locked_mods, state.locked_group
+        if locked:
+            d.x11.XkbLockModifiers(d.handle(), _XKB_USE_CORE_KBD, locked, 0)
+        if group:
+            d.x11.XkbLockGroup(d.handle(), _XKB_USE_CORE_KBD, 0)
+        try:
+            yield
+        finally:
+            if not d.closed:
+                if locked:
+                    d.x11.XkbLockModifiers(d.handle(), _XKB_USE_CORE_KBD, locked, locked)
+                if group:
+                    d.x11.XkbLockGroup(d.handle(), _XKB_USE_CORE_KBD, group)
+                d.x11.XFlush(d.handle())
+
+    def _chunk(self, keysyms: list[int], start: int) -> int:
+        """Bind what the text needs from ``start`` on; the end of the chunk that can be
+        typed with the keycodes bound now (> start, or InputError after spare_wait)."""
+        deadline = time.monotonic() + self.spare_wait
+        while True:
+            limit = max(1, len(self._candidates))
+            wanted: list[int] = []
+            for keysym in keysyms[start:]:
+                if keysym in self._index or keysym in wanted:
+                    continue
+                if len(wanted) == limit:
+                    break
+                wanted.append(keysym)
+            missing = [k for k in wanted if k not in self._by_keysym]
+            if missing:
+                keep = {self._by_keysym[k] for k in wanted if k in self._by_keysym}
+                self._bind(missing, keep)
+            end = start
+            while end < len(keysyms) and (
+                keysyms[end] in self._index or keysyms[end] in self._by_keysym
+            ):
+                end += 1
+            if end > start:
+                return end
+            self._wait_for_spares(deadline, keysyms[start])
 
     def type_text(self, text: str) -> None:
         text = text.replace("\r\n", "\n")
         keysyms = [char_keysym(ch) for ch in text]
         with self._lock:
+            self._cancel_give_back()
+            self._poll_events()
             d = self._display
             shift = self._index.get(_XK_SHIFT_L, (0, 0))[0]
-            start = 0
-            while start < len(keysyms):
-                end, new = self._plan(keysyms, start)
-                if end == start:
-                    raise InputError(
-                        f"cannot type {text[start]!r}: all {len(self._spare)} spare keycodes "
-                        "are held down; release the held keys first",
-                        keysym=hex(keysyms[start]),
-                        held=len(self._held),
-                    )
-                if new:
-                    keep = {self._spare_by_keysym[k] for k in keysyms[start:end] if k in self._spare_by_keysym}
-                    self._map_spares(new, keep)
-                for keysym in keysyms[start:end]:
-                    keycode, shifted = self._keycode(keysym)
-                    if shifted and not shift:
-                        raise InputError("the keymap has no Shift_L key", keysym=hex(keysym))
-                    try:
-                        if shifted:
-                            self._key_event(shift, True)
-                        try:
-                            self._key_event(keycode, True)
-                        finally:
-                            self._key_event(keycode, False)
-                    finally:
-                        if shifted:
-                            self._key_event(shift, False)
+            with self._locks_cleared():
+                # Shift goes up and down while typing: recorded as held for the call.
+                self._typing = {shift} if shift else set()
+                self._publish()
+                try:
+                    start = 0
+                    while start < len(keysyms):
+                        end = self._chunk(keysyms, start)
+                        for keysym in keysyms[start:end]:
+                            keycode, shifted = self._keycode(keysym)
+                            if shifted and not shift:
+                                raise InputError(
+                                    "the keymap has no Shift_L key", keysym=hex(keysym)
+                                )
+                            if shifted:
+                                self._key_event(shift, True)
+                            try:
+                                self._key_event(keycode, True)
+                            finally:
+                                self._key_event(keycode, False)
+                                if shifted:
+                                    self._key_event(shift, False)
+                            if keycode in self._mine:
+                                self._last_used[keycode] = time.monotonic()
                         d.x11.XFlush(d.handle())
-                        if keycode in self._spare:
-                            self._last_used[keycode] = time.monotonic()
-                start = end
-            d.sync("XTestFakeKeyEvent")
+                        self._last_event = time.monotonic()
+                        start = end
+                        self._poll_events()
+                    d.sync("XTestFakeKeyEvent")
+                finally:
+                    self._typing = set()
+                    if not d.closed:
+                        self._publish()
+            if self._mine:
+                self._schedule_give_back(self.remap_guard)
 
     def sync(self) -> None:
         with self._lock:
@@ -358,11 +730,19 @@ class XTestBackend:
         with self._lock:
             if self._display.closed:
                 return
+            self._cancel_give_back()
             try:
                 for keycode in list(self._held):
                     self._key_event(keycode, False)
                 self._held.clear()
-                self._restore_spares()
+                for number in sorted(self._buttons):
+                    self._xtst.XTestFakeButtonEvent(self._display.handle(), number, 0, 0)
+                self._buttons.clear()
+                self._give_back(wait=True)
+                with self._record.transaction() as owners:
+                    self._reclaim(owners)
+                    owners.pop(self._owner.key, None)
+                self._display.sync("close")
             finally:
                 self._display.close()
 

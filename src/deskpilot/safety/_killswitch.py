@@ -198,8 +198,8 @@ class X11WatchBackend:
 
         self.conn = Connection(display)
         self.grabs: list[tuple[int, int]] = []
-        self._hotkeys: set[tuple[int, int]] = set()  # (keycode, modifier mask)
-        self._ignored = 2  # LockMask; NumLock's bit is added by arm_hotkey
+        #: (keycode, modifier mask, bits ignored when matching a press) per armed hotkey.
+        self._hotkeys: set[tuple[int, int, int]] = set()
 
     def bounds(self) -> Rect:
         return Rect(0, 0, self.conn.width, self.conn.height)
@@ -230,8 +230,8 @@ class X11WatchBackend:
             modifiers |= self._mask_of(_GENERIC_MOD[spec.name], masks)
         numlock_code = self.conn.keycode(self._NUM_LOCK)
         numlock = masks.get(numlock_code, 16) if numlock_code else 16
-        self._ignored = 2 | numlock
-        variants = sorted({modifiers, modifiers | 2, modifiers | numlock, modifiers | 2 | numlock})
+        locks = sorted({0, 2, numlock, 2 | numlock})
+        variants = sorted({modifiers | lock for lock in locks})
         self.conn.take_errors()
         for variant in variants:
             self.conn.grab_key(keycode, variant)
@@ -244,7 +244,29 @@ class X11WatchBackend:
             why = "another application already grabbed it" if code == 10 else self.conn.error_text(code)
             raise PlatformError(f"cannot grab hotkey {combo!r}: {why}", combo=combo, error_code=code)
         self.grabs += [(keycode, v) for v in variants]
-        self._hotkeys.add((keycode, modifiers))
+        # The agent itself may be holding modifiers when the user reaches for the hotkey
+        # (hold_key("shift+ctrl") during a drag): a passive grab matches the exact
+        # modifier state only, so the combo is grabbed with every set of the other
+        # modifiers (shift, ctrl, alt, win) added as well. A variant another client
+        # already grabbed is skipped: the plain combo is what must be ours.
+        extras = sorted({1, *(self._mask_of(g, masks) for g in ("ctrl", "alt", "win"))})
+        extras = [bit for bit in extras if bit and not bit & (modifiers | 2 | numlock)]
+        ignored = 2 | numlock
+        for extra in range(1, 1 << len(extras)):
+            bits = 0
+            for i, bit in enumerate(extras):
+                if extra >> i & 1:
+                    bits |= bit
+            for lock in locks:
+                self.conn.grab_key(keycode, modifiers | bits | lock)
+                if self.conn.take_errors():
+                    self.conn.ungrab_key(keycode, modifiers | bits | lock)
+                    self.conn.take_errors()
+                else:
+                    self.grabs.append((keycode, modifiers | bits | lock))
+        for bit in extras:
+            ignored |= bit
+        self._hotkeys.add((keycode, modifiers, ignored))
 
     def wait(self, timeout: float) -> bool:
         hit = self._drain()
@@ -257,8 +279,9 @@ class X11WatchBackend:
     def _drain(self) -> bool:
         hit = False
         for keycode, state in self.conn.pending_key_presses():
-            if (keycode, state & ~self._ignored & 0xFF) in self._hotkeys:
-                hit = True
+            for code, modifiers, ignored in self._hotkeys:
+                if keycode == code and state & ~ignored & 0xFF == modifiers:
+                    hit = True
         return hit
 
     def close(self) -> None:
