@@ -39,7 +39,6 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import seed_png
-
 from deskpilot import imaging
 
 U8 = npt.NDArray[np.uint8]
