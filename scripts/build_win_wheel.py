@@ -134,7 +134,9 @@ def main(argv: list[str]) -> int:
     for pyd in pyds:
         tier.check_imports(pyd)  # again: a cached core from an older check must pass today's
     target = build(source, pyds, dist)
-    print(f"[build_win_wheel] {target.name} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr)
+    print(
+        f"[build_win_wheel] {target.name} ({target.stat().st_size / 1e6:.2f} MB)", file=sys.stderr
+    )
     return 0
 
 

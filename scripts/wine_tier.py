@@ -147,6 +147,24 @@ def interpreter(cache: Path) -> Path:
     return home / "cp313"
 
 
+# Python 3.12+ copies files on Windows with _winapi.CopyFile2 (shutil.copy2), which Wine 8
+# does not implement: the call aborts the process ("unimplemented function
+# KERNEL32.dll.CopyFile2"). Every Windows since 8 has it. Without the attribute shutil takes
+# its portable path (read/write + copystat), as on Python 3.11; setuptools' build_py is the
+# caller that meets it (an sdist install).
+WINE_COPYFILE2_PTH = (
+    'import _winapi; hasattr(_winapi, "CopyFile2") and delattr(_winapi, "CopyFile2")\n'
+)
+
+
+def fresh_interpreter(python_home: Path, dest: Path) -> Path:
+    """A private copy of the Windows interpreter at ``dest`` (its own site-packages, its own
+    pip), with the one Wine gap above bridged by a .pth file in its site-packages."""
+    shutil.copytree(python_home, dest, symlinks=True)
+    (dest / "Lib" / "site-packages" / "zz-wine-copyfile2.pth").write_text(WINE_COPYFILE2_PTH)
+    return dest
+
+
 def packages(cache: Path) -> Path:
     key = digest(REQUIREMENTS.read_bytes(), PY_TAG.encode())
     target = cache / f"site-{key}"
@@ -312,9 +330,11 @@ def wine_env(prefix: Path) -> dict[str, str]:
     return env
 
 
-def wine_prefix(cache: Path) -> Path:
+def wine_prefix(cache: Path, name: str = "prefix") -> Path:
+    """The Wine prefix ``name`` (its own wineserver: ``wineserver -k`` on one leaves the others'
+    processes alone, so the install checks and the tier can run side by side)."""
     version = subprocess.run(["wine", "--version"], capture_output=True, text=True).stdout.strip()
-    prefix = cache / f"prefix-{digest(version.encode(), str(LOGPIXELS).encode())}"
+    prefix = cache / f"{name}-{digest(version.encode(), str(LOGPIXELS).encode())}"
     if (prefix / ".deskpilot-ready").exists():
         return prefix
     log(f"creating a Wine prefix ({version}) at 125 % scaling")
