@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import email.parser
 import hashlib
 import importlib.util
 import io
@@ -185,13 +186,9 @@ def the_sdist(artefacts: Path) -> Path:
 
 def requires_dist(wheel: Path) -> list[str]:
     """The wheel's runtime requirements (its METADATA; extras left out)."""
-    meta = zipfile.ZipFile(wheel).read(f"deskpilot-{__version__}.dist-info/METADATA").decode()
-    lines = [line.split(":", 1)[1].strip() for line in meta.splitlines()]
-    return [
-        req
-        for line, req in zip(meta.splitlines(), lines, strict=True)
-        if line.startswith("Requires-Dist:") and "extra ==" not in req
-    ]
+    raw = zipfile.ZipFile(wheel).read(f"deskpilot-{__version__}.dist-info/METADATA")
+    meta = email.parser.BytesHeaderParser().parsebytes(raw)
+    return [req for req in meta.get_all("Requires-Dist", []) if "extra ==" not in req]
 
 
 def build_requires() -> list[str]:
