@@ -64,6 +64,7 @@ WINE_TOOLS = ("wine", "wineserver", "Xvfb", "x86_64-w64-mingw32-gcc", "x86_64-w6
 MISSING = [tool for tool in WINE_TOOLS if shutil.which(tool) is None]
 
 pytestmark = [
+    pytest.mark.x11,  # Xvfb (wine_tier.xvfb) for doctor's capture check and `deskpilot shot`
     pytest.mark.skipif(
         sys.platform != "linux" or bool(MISSING),
         reason=(
