@@ -86,7 +86,6 @@ def _load(name: str) -> ModuleType:
 
 
 wine_tier = _load("wine_tier")
-build_win_wheel = _load("build_win_wheel")
 
 
 # --- cached artefacts ----------------------------------------------------------------------------
@@ -260,6 +259,12 @@ class Result:
     stderr: str
 
 
+def _decode(chunks: list[bytes]) -> str:
+    # Python on Windows writes pipes in the ANSI code page (cp1252 in Wine's default locale),
+    # as it would for a user without PYTHONUTF8
+    return b"".join(chunks).decode("cp1252", "replace").replace("\r\n", "\n")
+
+
 def _reader(stream: io.BufferedReader, sink: list[bytes]) -> None:
     sink.extend(stream)
 
@@ -322,9 +327,7 @@ class WinPython:
             subprocess.run(["wineserver", "-k"], env=full_env, check=False, timeout=60)
             for reader in readers:
                 reader.join(timeout=30)
-        # the Windows side writes the ANSI code page (cp1252) to pipes, as it would for a user
-        decode = lambda chunks: b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")  # noqa: E731
-        return Result(code, decode(out), decode(err))
+        return Result(code, _decode(out), _decode(err))
 
     def pip_install(self, target: Path, wheels: Path, cwd: Path, *extra: str) -> Result:
         return self.run(
@@ -471,19 +474,6 @@ def test_win_wheel_holds_the_package_and_nothing_else(win_artefacts: Path, tmp_p
             if "DLL Name:" in line
         }
         assert "python313.dll" in dlls and dlls <= wine_tier.ALLOWED_DLLS, (name, dlls)
-
-
-def test_retag_keeps_one_windows_tag() -> None:
-    linux = (
-        "Wheel-Version: 1.0\nGenerator: setuptools (80.0)\nRoot-Is-Purelib: false\n"
-        "Tag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n\n"
-    )
-    assert build_win_wheel.retag(linux) == (
-        "Wheel-Version: 1.0\nGenerator: setuptools (80.0)\nRoot-Is-Purelib: false\n"
-        "Tag: cp313-cp313-win_amd64\n"
-    )
-    with pytest.raises(SystemExit, match="Root-Is-Purelib"):
-        build_win_wheel.retag("Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
 
 
 # --- 2. wheel -> native, under Wine ---------------------------------------------------------------
