@@ -22,6 +22,10 @@ seconds:
    Windows interpreter on the Windows tests and the kernel-vs-reference tests, from a staged
    copy of ``src/deskpilot`` with the cross-compiled core in ``_native/``.
 
+The install checks (tests/integration/test_install_windows.py) and the win_amd64 wheel
+(scripts/build_win_wheel.py) import this file for steps 1, 3 and 4: ``fresh_interpreter`` gives
+them a private copy of the interpreter, ``wine_prefix(cache, name)`` a prefix of their own.
+
 Exit status: pytest's. The Windows interpreter needs its standard streams as pipes (closed or
 inherited descriptors give "init_sys_streams: invalid handle"), so stdin is an empty pipe and
 the output is relayed line by line.
