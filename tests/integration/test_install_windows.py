@@ -6,8 +6,8 @@ installs `./dev wheels` artefacts with its own pip.
    the panel's static files, every source module, a RECORD that matches its files; nothing
    from tests or benchmarks.
 2. wheel -> a fresh copy of the interpreter, its own pip offline (--no-index --find-links
-   with win_amd64 dependency wheels) -> `python.exe -m deskpilot doctor` reports the native
-   core, and pip made Scripts/deskpilot.exe.
+   with win_amd64 dependency wheels) -> `deskpilot doctor` (the Scripts\\deskpilot.exe pip
+   made, found on PATH) reports the native core.
 3. sdist -> the same, with no compiler (there is none under Wine: setuptools' MSVC lookup
    fails) -> the install succeeds with one build message, and `python.exe -m deskpilot shot`
    writes a PNG on the reference kernels with one import warning.
@@ -279,6 +279,13 @@ class WinPython:
         return self.home / "python.exe"
 
     @property
+    def path(self) -> str:
+        """PATH entries of a user of this interpreter: its folder and Scripts\\. The console
+        scripts its pip writes start "python.exe" found on PATH: this interpreter's pip is
+        WinPython's, whose script maker writes a relocatable bare name, not a full path."""
+        return f"{wine_tier.winpath(self.home)};{wine_tier.winpath(self.home / 'Scripts')}"
+
+    @property
     def site_packages(self) -> Path:
         return self.home / "Lib" / "site-packages"
 
@@ -295,13 +302,20 @@ class WinPython:
         env.update(extra)
         return env
 
-    def run(self, *args: str | Path, cwd: Path, timeout: float = 900, **env: str) -> Result:
-        """python.exe ARGS under Wine; stdin an empty pipe (a closed or /dev/null stdin gives
+    def run(
+        self,
+        *args: str | Path,
+        cwd: Path,
+        timeout: float = 900,
+        program: str | None = None,
+        **env: str,
+    ) -> Result:
+        """python.exe ARGS (or PROGRAM ARGS) under Wine; stdin an empty pipe (a closed or /dev/null stdin gives
         "init_sys_streams: invalid handle"), stdout/stderr pipes read in threads: Wine's own
         services inherit them and keep them open until `wineserver -k` ends the prefix."""
         full_env = self.env(**env)
         proc = subprocess.Popen(
-            ["wine", str(self.exe), *(str(a) for a in args)],
+            ["wine", program or str(self.exe), *(str(a) for a in args)],
             cwd=cwd,
             env=full_env,
             stdin=subprocess.PIPE,
@@ -494,14 +508,16 @@ def test_win_wheel_installs_offline_and_doctor_reports_the_native_core(
     assert (win_python.home / "Scripts" / "deskpilot.exe").exists()
 
     # From an empty folder with the core required: nothing but the installed package imports.
+    # `deskpilot doctor` as a user types it: the console script pip made, found on PATH
+    # (WINEPATH is what Wine adds to the Windows PATH).
     doctor = win_python.run(
-        "-m",
-        "deskpilot",
         "doctor",
         "--no-model",
+        program="deskpilot.exe",
         cwd=work,
         DISPLAY=display,
         DESKPILOT_REQUIRE_NATIVE="1",
+        WINEPATH=win_python.path,
     )
     out = " ".join(doctor.stdout.split())
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
