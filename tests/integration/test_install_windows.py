@@ -7,7 +7,8 @@ installs `./dev wheels` artefacts with its own pip.
    from tests or benchmarks.
 2. wheel -> a fresh copy of the interpreter, its own pip offline (--no-index --find-links
    with win_amd64 dependency wheels) -> `deskpilot doctor` (the Scripts\\deskpilot.exe pip
-   made, found on PATH) reports the native core.
+   made, found on PATH) reports the native core, and scripts/smoke_wheel.py finds the
+   compiled kernels equal to the reference on every kernel family.
 3. sdist -> the same, with no compiler (there is none under Wine: setuptools' MSVC lookup
    fails) -> the install succeeds with one build message, and `python.exe -m deskpilot shot`
    writes a PNG on the reference kernels with one import warning.
@@ -529,6 +530,17 @@ def test_win_wheel_installs_offline_and_doctor_reports_the_native_core(
     assert where.returncode == 0, where.stderr
     expected = wine_tier.winpath(win_python.site_packages / "deskpilot" / "_native")
     assert where.stdout.strip().lower() == f"{expected}\\imaging.cp313-win_amd64.pyd".lower()
+
+    # the cibuildwheel smoke script: every kernel family, compiled core vs reference, by hash
+    smoke = win_python.run(
+        wine_tier.winpath(ROOT / "scripts" / "smoke_wheel.py"),
+        cwd=work,
+        DESKPILOT_REQUIRE_NATIVE="1",
+    )
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert "compiled core == reference" in smoke.stdout, smoke.stdout
+    installed = wine_tier.winpath(win_python.site_packages / "deskpilot")
+    assert f"at {installed.lower()}:" in smoke.stdout.lower(), smoke.stdout
 
 
 # --- 3. sdist without a compiler -> reference, under Wine ---------------------------------------
