@@ -22,9 +22,9 @@ seconds:
    Windows interpreter on the Windows tests and the kernel-vs-reference tests, from a staged
    copy of ``src/deskpilot`` with the cross-compiled core in ``_native/``.
 
-The install checks (tests/integration/test_install_windows.py) and the win_amd64 wheel
-(scripts/build_win_wheel.py) import this file for steps 1, 3 and 4: ``fresh_interpreter`` gives
-them a private copy of the interpreter, ``wine_prefix(cache, name)`` a prefix of their own.
+The win_amd64 wheel (scripts/build_win_wheel.py) imports this file for steps 1 and 3, the
+install checks (tests/integration/test_install_windows.py) for 1 and 4: ``fresh_interpreter``
+gives them a private copy of the interpreter, ``wine_prefix(cache, name)`` a prefix of their own.
 
 Exit status: pytest's. The Windows interpreter needs its standard streams as pipes (closed or
 inherited descriptors give "init_sys_streams: invalid handle"), so stdin is an empty pipe and
@@ -154,8 +154,8 @@ def interpreter(cache: Path) -> Path:
 # Python 3.12+ copies files on Windows with _winapi.CopyFile2 (shutil.copy2), which Wine 8
 # does not implement: the call aborts the process ("unimplemented function
 # KERNEL32.dll.CopyFile2"). Every Windows since 8 has it. Without the attribute shutil takes
-# its portable path (read/write + copystat), as on Python 3.11; setuptools' build_py is the
-# caller that meets it (an sdist install).
+# its portable path (read/write + copystat), as on Python 3.11. An sdist install meets it
+# (pip's "Getting requirements to build wheel" step died there before this).
 WINE_COPYFILE2_PTH = (
     'import _winapi; hasattr(_winapi, "CopyFile2") and delattr(_winapi, "CopyFile2")\n'
 )
