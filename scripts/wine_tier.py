@@ -22,6 +22,10 @@ seconds:
    Windows interpreter on the Windows tests and the kernel-vs-reference tests, from a staged
    copy of ``src/deskpilot`` with the cross-compiled core in ``_native/``.
 
+The win_amd64 wheel (scripts/build_win_wheel.py) imports this file for steps 1 and 3, the
+install checks (tests/integration/test_install_windows.py) for 1 and 4: ``fresh_interpreter``
+gives them a private copy of the interpreter, ``wine_prefix(cache, name)`` a prefix of their own.
+
 Exit status: pytest's. The Windows interpreter needs its standard streams as pipes (closed or
 inherited descriptors give "init_sys_streams: invalid handle"), so stdin is an empty pipe and
 the output is relayed line by line.
@@ -147,6 +151,24 @@ def interpreter(cache: Path) -> Path:
             zf.extractall(tmp)
         (tmp / "cp313" / "DLLs" / "_wmi.pyd").unlink(missing_ok=True)
     return home / "cp313"
+
+
+# Python 3.12+ copies files on Windows with _winapi.CopyFile2 (shutil.copy2), which Wine 8
+# does not implement: the call aborts the process ("unimplemented function
+# KERNEL32.dll.CopyFile2"). Every Windows since 8 has it. Without the attribute shutil takes
+# its portable path (read/write + copystat), as on Python 3.11. An sdist install meets it
+# (pip's "Getting requirements to build wheel" step died there before this).
+WINE_COPYFILE2_PTH = (
+    'import _winapi; hasattr(_winapi, "CopyFile2") and delattr(_winapi, "CopyFile2")\n'
+)
+
+
+def fresh_interpreter(python_home: Path, dest: Path) -> Path:
+    """A private copy of the Windows interpreter at ``dest`` (its own site-packages, its own
+    pip), with the one Wine gap above bridged by a .pth file in its site-packages."""
+    shutil.copytree(python_home, dest, symlinks=True)
+    (dest / "Lib" / "site-packages" / "zz-wine-copyfile2.pth").write_text(WINE_COPYFILE2_PTH)
+    return dest
 
 
 def packages(cache: Path) -> Path:
@@ -314,9 +336,11 @@ def wine_env(prefix: Path) -> dict[str, str]:
     return env
 
 
-def wine_prefix(cache: Path) -> Path:
+def wine_prefix(cache: Path, name: str = "prefix") -> Path:
+    """The Wine prefix ``name`` (its own wineserver: ``wineserver -k`` on one leaves the others'
+    processes alone, so the install checks and the tier can run side by side)."""
     version = subprocess.run(["wine", "--version"], capture_output=True, text=True).stdout.strip()
-    prefix = cache / f"prefix-{digest(version.encode(), str(LOGPIXELS).encode())}"
+    prefix = cache / f"{name}-{digest(version.encode(), str(LOGPIXELS).encode())}"
     if (prefix / ".deskpilot-ready").exists():
         return prefix
     log(f"creating a Wine prefix ({version}) at 125 % scaling")

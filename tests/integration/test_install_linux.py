@@ -126,7 +126,8 @@ def artefacts() -> Path:
 
 
 def the_wheel(artefacts: Path) -> Path:
-    wheels = sorted(artefacts.glob("deskpilot-*.whl"))
+    # the manylinux one (./dev wheels also makes the win_amd64 wheel)
+    wheels = sorted(artefacts.glob("deskpilot-*linux*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
 
