@@ -554,6 +554,44 @@ class ChatClient:
             context=context,
         )
 
+    async def _stream_completion(
+        self,
+        assembled: Any,
+        *,
+        cut: str | None,
+        emitted: list[ToolCall],
+        on_tool_call: ToolCallCallback | None,
+        first_call: float | None,
+        t0: float,
+        attempt: int,
+        context: dict[str, Any] | None,
+    ) -> Completion:
+        """The completion of an assembled stream (SSE or Ollama's NDJSON), or, when the stream
+        was ``cut`` short (the reason), a stream error: retried unless a call of it was
+        already handed to the agent."""
+        if cut is not None:
+            error = ModelStreamError(cut, **self._details(attempt, context, body="", cut_short=True))
+            if emitted:
+                # An action already started on a call of this stream: never send it again.
+                error.details["emitted_tool_calls"] = [c.id for c in emitted]
+                raise error
+            raise _Retryable(error)
+        completion = self._build(
+            assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
+            body=b"", attempt=attempt, context=context, streamed=True,
+        )
+        if emitted:
+            # Keep the objects handed out, so identity and ids match what the caller holds.
+            by_id = {c.id: c for c in emitted}
+            completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
+        elif on_tool_call is not None:
+            for call in completion.tool_calls:  # calls found in the content (fallback)
+                await _call(on_tool_call, call)
+        completion.timings.first_tool_call_s = first_call if first_call is not None else (
+            (time.perf_counter() - t0) if completion.tool_calls else None
+        )
+        return completion
+
     async def _read_json(
         self,
         body: bytes,
@@ -645,33 +683,18 @@ class ChatClient:
                         "done": assembled.done, "bad_events": assembled.bad_events}
         if assembled.error is not None:
             raise self._stream_error(orjson.dumps({"error": assembled.error}), attempts=attempt, context=context)
+        cut = None
         if not assembled.done and assembled.finish_reason is None:
             started = bool(assembled.content or assembled.tool_calls or assembled.reasoning)
             what = "part of an answer" if started else "any answer"
-            error = ModelStreamError(
+            cut = (
                 f"{self.endpoint} ended the stream after {what}, with neither a finish_reason "
                 f"nor data: [DONE] ({assembled.chunks} chunks, {assembled.bad_events} unreadable "
-                "events): the answer may be cut short, so it is not used",
-                **self._details(attempt, context, body="", cut_short=True),
+                "events): the answer may be cut short, so it is not used"
             )
-            if emitted:
-                # An action already started on a call of this stream: never send it again.
-                error.details["emitted_tool_calls"] = [c.id for c in emitted]
-                raise error
-            raise _Retryable(error)
-        completion = self._build(
-            assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
-            body=b"", attempt=attempt, context=context, streamed=True,
-        )
-        if emitted:
-            # Keep the objects handed out, so identity and ids match what the caller holds.
-            by_id = {c.id: c for c in emitted}
-            completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
-        elif on_tool_call is not None:
-            for call in completion.tool_calls:  # calls found in the content (fallback)
-                await _call(on_tool_call, call)
-        completion.timings.first_tool_call_s = first_call if first_call is not None else (
-            (time.perf_counter() - t0) if completion.tool_calls else None
+        completion = await self._stream_completion(
+            assembled, cut=cut, emitted=emitted, on_tool_call=on_tool_call, first_call=first_call,
+            t0=t0, attempt=attempt, context=context,
         )
         return completion, log_response
 
@@ -719,28 +742,15 @@ class ChatClient:
                         "bad_lines": assembled.bad_events}
         if assembled.error is not None:
             raise self._stream_error(orjson.dumps({"error": assembled.error}), attempts=attempt, context=context)
+        cut = None
         if not assembled.done:
-            error = ModelStreamError(
+            cut = (
                 f"{self.endpoint} ended the stream before its last line (\"done\": true) "
-                f"({assembled.chunks} lines): the answer may be cut short, so it is not used",
-                **self._details(attempt, context, body="", cut_short=True),
+                f"({assembled.chunks} lines): the answer may be cut short, so it is not used"
             )
-            if emitted:
-                error.details["emitted_tool_calls"] = [c.id for c in emitted]
-                raise error
-            raise _Retryable(error)
-        completion = self._build(
-            assembled.message(), assembled.finish_reason, assembled.usage, assembled.response(),
-            body=b"", attempt=attempt, context=context, streamed=True,
-        )
-        if emitted:
-            by_id = {c.id: c for c in emitted}
-            completion.tool_calls = [by_id.get(c.id, c) for c in completion.tool_calls]
-        elif on_tool_call is not None:
-            for call in completion.tool_calls:
-                await _call(on_tool_call, call)
-        completion.timings.first_tool_call_s = first_call if first_call is not None else (
-            (time.perf_counter() - t0) if completion.tool_calls else None
+        completion = await self._stream_completion(
+            assembled, cut=cut, emitted=emitted, on_tool_call=on_tool_call, first_call=first_call,
+            t0=t0, attempt=attempt, context=context,
         )
         return completion, log_response
 
