@@ -111,13 +111,9 @@ def _fill(schema: Mapping[str, Any], values: Mapping[str, Any], why: str) -> dic
     return args
 
 
-class TeamPolicy:
-    """Planner + executor for the team mode, reading the target by colour (both variants).
-
-    Executor: target colour visible -> click it; then type ``text``, press ``key``, and
-    report completion once ``done_rgb`` (the clicked target's colour) is visible, with
-    evidence of at least 100 characters (the mode refuses shorter).
-    """
+class _ColourTask:
+    """What both mode models are told: the target's colour, the colour it turns when clicked,
+    its label, the text to type and the key to press (``tolerance`` per channel)."""
 
     def __init__(
         self,
@@ -135,10 +131,25 @@ class TeamPolicy:
         self.text = text
         self.key = key
         self.tolerance = tolerance
+        self._lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        """The model's own state (each mode's model keeps what it needs)."""
+
+
+class TeamPolicy(_ColourTask):
+    """Planner + executor for the team mode, reading the target by colour (both variants).
+
+    Executor: target colour visible -> click it; then type ``text``, press ``key``, and
+    report completion once ``done_rgb`` (the clicked target's colour) is visible, with
+    evidence of at least 100 characters (the mode refuses shorter).
+    """
+
+    def _start(self) -> None:
         #: (role, tool name) of every answer, in order: what a test or the demo shows.
         self.log: list[tuple[str, str]] = []
         self._after_click = 0
-        self._lock = threading.Lock()
 
     def _call(
         self,
@@ -217,32 +228,16 @@ class TeamPolicy:
         )
 
 
-class StatelessPolicy:
+class StatelessPolicy(_ColourTask):
     """The stateless mode's JSON protocol, reading the target by colour.
 
     Target visible: one turn with a box around it and three actions (click its centre,
     type ``text``, press ``key``). ``done_rgb`` visible instead: ``done``.
     """
 
-    def __init__(
-        self,
-        target: tuple[int, int, int] = (255, 0, 255),
-        *,
-        done_rgb: tuple[int, int, int] = (0, 200, 0),
-        label: str = "TARGET button",
-        text: str = "hello",
-        key: str = "enter",
-        tolerance: int = 24,
-    ) -> None:
-        self.target = tuple(target)
-        self.done_rgb = tuple(done_rgb)
-        self.label = label
-        self.text = text
-        self.key = key
-        self.tolerance = tolerance
+    def _start(self) -> None:
         #: The action names of every answer, in order.
         self.log: list[list[str]] = []
-        self._lock = threading.Lock()
 
     def _answer(
         self,
