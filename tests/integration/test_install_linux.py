@@ -25,7 +25,6 @@ would hide a dependency missing from pyproject.toml (the import would still work
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from _install import BUILD_MESSAGE, CACHE, ROOT, artefact_inputs, cache_dir, content_hash
 from PIL import Image
 
 from deskpilot._version import __version__
@@ -52,50 +52,11 @@ pytestmark = [
     ),
 ]
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "build" / "install-checks"
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)
-BUILD_MESSAGE = "deskpilot: the compiled core (deskpilot._native) was NOT built"
 FAKE_CC_ERROR = "fake-cc: error: this compiler always fails"
 
 
 # --- cached artefacts --------------------------------------------------------------------------
-
-
-def sdist_inputs() -> list[Path]:
-    """Every file `./dev wheels` reads from the tree (what the sdist ships, plus the script)."""
-    files = [
-        ROOT / name for name in ("dev", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
-    ]
-    files += sorted(p for p in (ROOT / "native").iterdir() if p.suffix in (".pyx", ".pxd", ".h"))
-    files += sorted(
-        p
-        for p in (ROOT / "src").rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and not any(part.endswith(".egg-info") for part in p.parts)
-        and p.suffix not in (".so", ".pyd", ".pyc")
-    )
-    return files
-
-
-def content_hash(files: list[Path], *extra: str) -> str:
-    h = hashlib.sha256()
-    for text in extra:
-        h.update(text.encode() + b"\0")
-    for path in files:
-        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def _fresh_cache_dir(prefix: str, key: str) -> tuple[Path, bool]:
-    """(dir, ready): ready when a previous run completed it; stale siblings are removed."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    target = CACHE / f"{prefix}-{key}"
-    for old in CACHE.glob(f"{prefix}-*"):
-        if old != target:
-            shutil.rmtree(old, ignore_errors=True)
-    return target, (target / ".complete").exists()
 
 
 def _tail(proc: subprocess.CompletedProcess[str], lines: int = 40) -> str:
@@ -105,7 +66,7 @@ def _tail(proc: subprocess.CompletedProcess[str], lines: int = 40) -> str:
 @pytest.fixture(scope="session")
 def artefacts() -> Path:
     """sdist + manylinux wheel from `./dev wheels`, built once per source hash."""
-    target, ready = _fresh_cache_dir("dist", content_hash(sdist_inputs(), sys.version))
+    target, ready = cache_dir(CACHE, "dist", content_hash(artefact_inputs(), sys.version))
     if not ready:
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
@@ -148,7 +109,7 @@ def dependency_wheels(artefacts: Path) -> Path:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     requirements = [*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"]]
     key = content_hash([], sys.version, sys.platform, *requirements)
-    target, ready = _fresh_cache_dir("deps", key)
+    target, ready = cache_dir(CACHE, "deps", key)
     if not ready:
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)

@@ -53,13 +53,11 @@ from types import ModuleType
 
 import orjson
 import pytest
+from _install import BUILD_MESSAGE, CACHE, ROOT, artefact_inputs, cache_dir, complete, content_hash
 from PIL import Image
 
 from deskpilot._version import __version__
 
-ROOT = Path(__file__).resolve().parents[2]
-CACHE = ROOT / "build" / "install-checks"
-BUILD_MESSAGE = "deskpilot: the compiled core (deskpilot._native) was NOT built"
 MSVC_MISSING = "Microsoft Visual C++ 14.0 or greater is required"
 WINE_TOOLS = ("wine", "wineserver", "Xvfb", "x86_64-w64-mingw32-gcc", "x86_64-w64-mingw32-objdump")
 MISSING = [tool for tool in WINE_TOOLS if shutil.which(tool) is None]
@@ -92,50 +90,6 @@ wine_tier = _load("wine_tier")
 # --- cached artefacts ----------------------------------------------------------------------------
 
 
-def artefact_inputs() -> list[Path]:
-    """Every file `./dev wheels` reads from the tree, the Windows wheel's scripts included."""
-    files = [
-        ROOT / name for name in ("dev", "setup.py", "pyproject.toml", "MANIFEST.in", "README.md")
-    ]
-    files += [ROOT / "scripts" / "build_win_wheel.py", ROOT / "scripts" / "wine_tier.py"]
-    files += sorted(p for p in (ROOT / "native").iterdir() if p.suffix in (".pyx", ".pxd", ".h"))
-    files += sorted(
-        p
-        for p in (ROOT / "src").rglob("*")
-        if p.is_file()
-        and "__pycache__" not in p.parts
-        and not any(part.endswith(".egg-info") for part in p.parts)
-        and p.suffix not in (".so", ".pyd", ".pyc")
-    )
-    return files
-
-
-def content_hash(files: list[Path], *extra: str) -> str:
-    h = hashlib.sha256()
-    for text in extra:
-        h.update(text.encode() + b"\0")
-    for path in files:
-        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
-
-
-def _cache_dir(parent: Path, prefix: str, key: str) -> tuple[Path, bool]:
-    """(dir, ready): ready when a previous run completed it; stale siblings are removed."""
-    parent.mkdir(parents=True, exist_ok=True)
-    target = parent / f"{prefix}-{key}"
-    for old in parent.glob(f"{prefix}-*"):
-        if old != target:
-            shutil.rmtree(old, ignore_errors=True)
-    return target, (target / ".complete").exists()
-
-
-def _complete(staging: Path, target: Path) -> Path:
-    (staging / ".complete").touch()
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-    return target
-
-
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
@@ -148,8 +102,8 @@ def wine_cache() -> Path:
 @pytest.fixture(scope="session")
 def win_artefacts(wine_cache: Path) -> Path:
     """sdist + manylinux + win_amd64 wheels from `./dev wheels`, built once per source hash."""
-    key = content_hash(artefact_inputs(), sys.version)
-    target, ready = _cache_dir(CACHE, "win-dist", key)
+    key = content_hash(artefact_inputs("build_win_wheel.py", "wine_tier.py"), sys.version)
+    target, ready = cache_dir(CACHE, "win-dist", key)
     if not ready:
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
@@ -169,7 +123,7 @@ def win_artefacts(wine_cache: Path) -> Path:
             timeout=1200,
         )
         assert proc.returncode == 0, f"./dev wheels failed:\n{_tail(proc.stdout + proc.stderr)}"
-        target = _complete(staging, target)
+        target = complete(staging, target)
     return target
 
 
@@ -211,7 +165,7 @@ def win_wheels(win_artefacts: Path) -> Path:
     requirements = [*requires_dist(the_win_wheel(win_artefacts)), *build_requires(), "colorama"]
     constraints = wine_tier.REQUIREMENTS
     key = content_hash([constraints], *requirements)
-    target, ready = _cache_dir(CACHE, "win-deps", key)
+    target, ready = cache_dir(CACHE, "win-deps", key)
     if not ready:
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
@@ -246,7 +200,7 @@ def win_wheels(win_artefacts: Path) -> Path:
                 "win_amd64 dependency wheels are not cached and could not be downloaded:\n"
                 + _tail(proc.stdout + proc.stderr, 8)
             )
-        target = _complete(staging, target)
+        target = complete(staging, target)
     return target
 
 
@@ -381,7 +335,7 @@ def win_base(wine_cache: Path, install_prefix: Path, win_artefacts: Path, win_wh
     key = content_hash(
         [], wine_tier.EMBED_VERSION, wine_tier.WINE_COPYFILE2_PTH, *requirements, *wheel_names
     )
-    target, ready = _cache_dir(wine_cache, "install-base", key)
+    target, ready = cache_dir(wine_cache, "install-base", key)
     if not ready:
         staging = target.with_name(target.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
@@ -399,7 +353,7 @@ def win_base(wine_cache: Path, install_prefix: Path, win_artefacts: Path, win_wh
             cwd=staging,
         )
         assert proc.returncode == 0, _tail(proc.stdout + proc.stderr)
-        target = _complete(staging, target)
+        target = complete(staging, target)
     return target / "cp313"
 
 
