@@ -9,12 +9,6 @@ a double/triple click selected.
 
 from __future__ import annotations
 
-import fcntl
-import itertools
-import os
-import subprocess
-import tempfile
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -47,56 +41,20 @@ window.reset = () => { window.downs = []; window.dbl = 0; getSelection().removeA
 
 
 class HeadedChromium(Chromium):
-    """Chromium with a real X11 window (the shared client starts it headless): the same
-    CDP pipe, launched here with ``--app`` on the test's Xvfb."""
+    """Chromium with a real X11 window on the test's Xvfb (``--app``), over the shared
+    client's CDP pipe."""
 
     def __init__(
         self, url: str, *, width: int = 1200, height: int = 800, timeout: float = 30.0
     ) -> None:
-        executable = find_chromium()
-        if executable is None:
-            raise BrowserError("Chromium is not installed (apt-get install chromium)")
-        self.timeout = timeout
-        self.width, self.height = width, height
-        self.profile = tempfile.mkdtemp(prefix="deskpilot-chromium-")
-        cmd_r, self._cmd_w = os.pipe()
-        self._res_r, res_w = os.pipe()
-
-        def wire_pipes() -> None:  # as in the shared client: the pipe on fds 3 and 4
-            high_cmd = fcntl.fcntl(cmd_r, fcntl.F_DUPFD, 10)
-            high_res = fcntl.fcntl(res_w, fcntl.F_DUPFD, 10)
-            os.dup2(high_cmd, 3)
-            os.dup2(high_res, 4)
-
-        self.proc = subprocess.Popen(
-            [
-                executable,
-                "--ozone-platform=x11",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--remote-debugging-pipe",
-                f"--user-data-dir={self.profile}",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--force-device-scale-factor=1",
-                "--window-position=0,0",
-                f"--window-size={width},{height}",
-                f"--app={url}",
-            ],
-            preexec_fn=wire_pipes,
-            close_fds=False,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        super().__init__(
+            width=width,
+            height=height,
+            timeout=timeout,
+            headless=False,
+            url=None,
+            extra_args=("--window-position=0,0", f"--app={url}"),
         )
-        os.close(cmd_r)
-        os.close(res_w)
-        self._ids = itertools.count(1)
-        self._replies: dict[int, dict[str, Any]] = {}
-        self._cond = threading.Condition()
-        self._reader = threading.Thread(target=self._read, name="cdp-reader", daemon=True)
-        self._reader.start()
 
     def page(self) -> str:
         """A session on the app window's page."""

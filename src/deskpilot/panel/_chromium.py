@@ -63,9 +63,13 @@ class Chromium:
         height: int = 1000,
         timeout: float = 30.0,
         extra_args: Sequence[str] = (),
+        headless: bool = True,
+        url: str | None = "about:blank",
     ) -> None:
         """``extra_args``: more command-line switches (e.g. ``--host-resolver-rules=...``
-        to give test servers on 127.0.0.1 names of other sites)."""
+        to give test servers on 127.0.0.1 names of other sites, or ``--app=URL``).
+        ``headless=False``: a real X11 window on ``$DISPLAY`` (input tests need one);
+        ``url``: the page opened at start (None: only what ``extra_args`` opens)."""
         executable = find_chromium()
         if executable is None:
             raise BrowserError("Chromium is not installed (apt-get install chromium)")
@@ -86,7 +90,7 @@ class Chromium:
 
         args = [
             executable,
-            "--headless=new",
+            *(("--headless=new", "--hide-scrollbars") if headless else ("--ozone-platform=x11",)),
             "--no-sandbox",
             "--disable-gpu",
             "--disable-dev-shm-usage",
@@ -94,11 +98,10 @@ class Chromium:
             f"--user-data-dir={self.profile}",
             "--no-first-run",
             "--no-default-browser-check",
-            "--hide-scrollbars",
             "--force-device-scale-factor=1",
             f"--window-size={width},{height}",
             *extra_args,
-            "about:blank",
+            *((url,) if url is not None else ()),
         ]
         self.proc = subprocess.Popen(
             args,
