@@ -3,7 +3,6 @@ local model server. Every tool is exercised against an app that records what it 
 
 from __future__ import annotations
 
-import ctypes
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from apps.harness import keys_and_buttons_down
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._demo import DemoApp, run_demo
@@ -39,26 +39,6 @@ def config(tmp_path: Path, endpoint: str, **flags: Any) -> Any:
         env={},
         search_default=False,
     )
-
-
-def keys_and_buttons_down() -> tuple[list[int], int]:
-    """Keycodes the X server reports pressed, and the pointer button mask."""
-    x = ctypes.CDLL("libX11.so.6")
-    x.XOpenDisplay.restype = ctypes.c_void_p
-    x.XDefaultRootWindow.restype = ctypes.c_ulong
-    display = ctypes.c_void_p(x.XOpenDisplay(None))
-    try:
-        keymap = (ctypes.c_char * 32)()
-        x.XQueryKeymap(display, keymap)
-        down = [i * 8 + b for i, byte in enumerate(keymap.raw) for b in range(8) if byte >> b & 1]
-        root, child = ctypes.c_ulong(), ctypes.c_ulong()
-        rx, ry, wx, wy = (ctypes.c_int() for _ in range(4))
-        mask = ctypes.c_uint()
-        x.XQueryPointer(display, ctypes.c_ulong(x.XDefaultRootWindow(display)), ctypes.byref(root), ctypes.byref(child),
-                        ctypes.byref(rx), ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask))
-        return down, mask.value & 0x1F00  # Button1..5 bits
-    finally:
-        x.XCloseDisplay(display)
 
 
 def test_demo_clicks_types_unicode_and_presses_enter(xvfb: str, tmp_path: Path) -> None:

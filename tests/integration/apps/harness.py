@@ -6,6 +6,7 @@ tests/integration/conftest.py; see target_app.py for the record format.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -116,3 +117,23 @@ class TargetApp:
                 self.proc.wait(timeout=5)
         elif self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
+
+
+def keys_and_buttons_down() -> tuple[list[int], int]:
+    """Keycodes the X server reports pressed, and the pointer button mask."""
+    x = ctypes.CDLL("libX11.so.6")
+    x.XOpenDisplay.restype = ctypes.c_void_p
+    x.XDefaultRootWindow.restype = ctypes.c_ulong
+    display = ctypes.c_void_p(x.XOpenDisplay(None))
+    try:
+        keymap = (ctypes.c_char * 32)()
+        x.XQueryKeymap(display, keymap)
+        down = [i * 8 + b for i, byte in enumerate(keymap.raw) for b in range(8) if byte >> b & 1]
+        root, child = ctypes.c_ulong(), ctypes.c_ulong()
+        rx, ry, wx, wy = (ctypes.c_int() for _ in range(4))
+        mask = ctypes.c_uint()
+        x.XQueryPointer(display, ctypes.c_ulong(x.XDefaultRootWindow(display)), ctypes.byref(root), ctypes.byref(child),
+                        ctypes.byref(rx), ctypes.byref(ry), ctypes.byref(wx), ctypes.byref(wy), ctypes.byref(mask))
+        return down, mask.value & 0x1F00  # Button1..5 bits
+    finally:
+        x.XCloseDisplay(display)
