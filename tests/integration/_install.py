@@ -54,3 +54,9 @@ def complete(staging: Path, target: Path) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def the_sdist(artefacts: Path) -> Path:
+    sdists = sorted(artefacts.glob("deskpilot-*.tar.gz"))
+    assert len(sdists) == 1, sdists
+    return sdists[0]

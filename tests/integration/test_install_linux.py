@@ -35,7 +35,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-from _install import BUILD_MESSAGE, CACHE, ROOT, artefact_inputs, cache_dir, content_hash
+from _install import (
+    BUILD_MESSAGE,
+    CACHE,
+    ROOT,
+    artefact_inputs,
+    cache_dir,
+    complete,
+    content_hash,
+    the_sdist,
+)
 from PIL import Image
 
 from deskpilot._version import __version__
@@ -80,9 +89,7 @@ def artefacts() -> Path:
             timeout=1200,
         )
         assert proc.returncode == 0, f"./dev wheels failed:\n{_tail(proc)}"
-        (staging / ".complete").touch()
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        target = complete(staging, target)
     return target
 
 
@@ -91,12 +98,6 @@ def the_wheel(artefacts: Path) -> Path:
     wheels = sorted(artefacts.glob("deskpilot-*linux*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
-
-
-def the_sdist(artefacts: Path) -> Path:
-    sdists = sorted(artefacts.glob("deskpilot-*.tar.gz"))
-    assert len(sdists) == 1, sdists
-    return sdists[0]
 
 
 @pytest.fixture(scope="session")
@@ -137,9 +138,7 @@ def dependency_wheels(artefacts: Path) -> Path:
             )
         for own in staging.glob("deskpilot-*"):
             own.unlink()  # the artefacts under test come from `artefacts` only
-        (staging / ".complete").touch()
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        target = complete(staging, target)
     return target
 
 

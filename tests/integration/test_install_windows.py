@@ -53,7 +53,16 @@ from types import ModuleType
 
 import orjson
 import pytest
-from _install import BUILD_MESSAGE, CACHE, ROOT, artefact_inputs, cache_dir, complete, content_hash
+from _install import (
+    BUILD_MESSAGE,
+    CACHE,
+    ROOT,
+    artefact_inputs,
+    cache_dir,
+    complete,
+    content_hash,
+    the_sdist,
+)
 from PIL import Image
 
 from deskpilot._version import __version__
@@ -131,12 +140,6 @@ def the_win_wheel(artefacts: Path) -> Path:
     wheels = sorted(artefacts.glob("deskpilot-*-win_amd64.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
-
-
-def the_sdist(artefacts: Path) -> Path:
-    sdists = sorted(artefacts.glob("deskpilot-*.tar.gz"))
-    assert len(sdists) == 1, sdists
-    return sdists[0]
 
 
 def requires_dist(wheel: Path) -> list[str]:
