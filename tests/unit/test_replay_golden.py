@@ -108,3 +108,46 @@ def test_changed_tool_call_parsing_diverges(monkeypatch: pytest.MonkeyPatch) -> 
     result = replay_run(GOLDEN / "single_seed000")  # turn 7 answered two calls; the second got refused
     first = result.first_divergence
     assert first is not None and first.turn == 7 and first.path.startswith("extra_calls"), format_result(result)
+
+
+def other_bytes_after_the_first_frame(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """An encoder that reproduces the first recorded frame's bytes and no other frame's:
+    what ISA-L does on a CPU with another instruction set (same pixels, other matches)."""
+    from deskpilot import imaging
+    from deskpilot.replay._screen import decode_png
+
+    original = imaging.encode_png
+    first = next(p for p in sorted((GOLDEN / name).glob("screen_*.png")))
+    first_pixels = imaging.frame_digest(decode_png(first))
+
+    def encode(rgb: Any, level: int = 1) -> Any:
+        return original(rgb, level=level if imaging.frame_digest(rgb) == first_pixels else 9)
+
+    monkeypatch.setattr(imaging, "encode_png", encode)
+
+
+def test_another_deflate_output_compares_request_images_by_pixels(monkeypatch: pytest.MonkeyPatch) -> None:
+    other_bytes_after_the_first_frame(monkeypatch, "single_uitars")
+    result = replay_run(GOLDEN / "single_uitars")
+    assert result.ok, format_result(result)
+    assert any("request images compared by their pixels" in note for note in result.notes)
+
+
+def test_other_pixels_diverge_in_the_request_when_bytes_cannot_be_compared(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskpilot.replay._screen import RecordedScreen
+
+    other_bytes_after_the_first_frame(monkeypatch, "single_uitars")
+    original = RecordedScreen._load
+
+    def load(self: RecordedScreen, name: str) -> Any:
+        frame = original(self, name).copy()
+        if name.endswith("screen_0003.png"):
+            frame[0, 0] ^= 0xFF  # one pixel the model would be shown differently
+        return frame
+
+    monkeypatch.setattr(RecordedScreen, "_load", load)
+    result = replay_run(GOLDEN / "single_uitars")
+    assert not result.ok
+    images = [d for d in result.divergences if d.turn == 3 and d.path.endswith("image_url.url")]
+    assert len(images) == 1, format_result(result)
+    assert str(images[0].recorded).startswith("<image pixels:") and str(images[0].replayed).startswith("<image pixels:")

@@ -16,8 +16,11 @@ timing), and in ``model``: ``usage``, ``timings``, ``attempts``, ``streamed``.
 **Encoding-dependent** (``request.bytes`` and the prefill's text-token estimate made
 from it, ``observation.png_bytes``, the request body's
 ``_bytes`` and the sha256 names of its images): compared only when this process's PNG
-encoder reproduces the first recorded screenshot byte for byte (same backend, deflate
-engine and level); otherwise each image URL is compared as ``<image>``.
+encoder reproduces every recorded screenshot byte for byte (same backend, deflate
+engine and level, and for ISA-L the same instruction set: it picks its matches with
+other instructions on another CPU). Otherwise each image URL is compared by the pixels
+of the screenshot file it names (``<image pixels:DIGEST>``), or as ``<image>`` when no
+file in the run directory has its bytes.
 
 **Screen-derived** (``result.changed``, ``result.changed_region``,
 ``result.pointer_moved_only``, ``result.no_effect_repeats``, ``result.warning``, the same
@@ -310,17 +313,30 @@ def compare_turns(
     return out
 
 
-def _normalize_request(body: Mapping[str, Any], encoding: bool, sizes: bool) -> dict[str, Any]:
+#: The sha256 name of an image URL -> a digest of its pixels (see ``Recording.image_pixels``).
+ImagePixels = Mapping[str, str]
+
+
+def _normalize_request(
+    body: Mapping[str, Any], encoding: bool, sizes: bool, pixels: ImagePixels | None = None
+) -> dict[str, Any]:
     out = dict(body)
     if not encoding or not sizes:
         out.pop("_bytes", None)
     messages = out.get("messages")
     if isinstance(messages, list):
-        out["messages"] = [_normalize_message(m, encoding) for m in messages]
+        out["messages"] = [_normalize_message(m, encoding, pixels or {}) for m in messages]
     return out
 
 
-def _normalize_message(message: Any, encoding: bool) -> Any:
+def _image_by_pixels(url: Any, pixels: ImagePixels) -> str:
+    from deskpilot.replay._recording import image_digest_of_url
+
+    digest = pixels.get(image_digest_of_url(url) or "") if isinstance(url, str) else None
+    return f"<image pixels:{digest}>" if digest else "<image>"
+
+
+def _normalize_message(message: Any, encoding: bool, pixels: ImagePixels) -> Any:
     if not isinstance(message, dict):
         return message
     content = message.get("content")
@@ -341,7 +357,8 @@ def _normalize_message(message: Any, encoding: bool) -> Any:
     parts = []
     for part in content:
         if isinstance(part, dict) and isinstance(part.get("image_url"), dict):
-            part = {**part, "image_url": {**part["image_url"], "url": "<image>"}}
+            url = part["image_url"].get("url")
+            part = {**part, "image_url": {**part["image_url"], "url": _image_by_pixels(url, pixels)}}
         parts.append(part)
     return {**message, "content": parts}
 
@@ -353,18 +370,21 @@ def compare_requests(
     encoding: bool,
     bytes_turns: set[int] | None = None,
     last_turn: int | None = None,
+    recorded_pixels: ImagePixels | None = None,
+    replayed_pixels: ImagePixels | None = None,
 ) -> list[Divergence]:
     """Compare the sanitized request bodies (exchange log) sent by the same turns.
 
     Only turns present in both logs are compared: a turn missing from one of them is
-    already a turn-level divergence, or the recording had no exchange log."""
+    already a turn-level divergence, or the recording had no exchange log. Without
+    ``encoding``, images are compared by the ``*_pixels`` of each side's files."""
     out: list[Divergence] = []
     for turn in sorted(set(recorded) & set(replayed)):
         if last_turn is not None and turn > last_turn:
             continue
         sizes = bytes_turns is None or turn in bytes_turns
-        left = _normalize_request(recorded[turn], encoding, sizes)
-        right = _normalize_request(replayed[turn], encoding, sizes)
+        left = _normalize_request(recorded[turn], encoding, sizes, recorded_pixels)
+        right = _normalize_request(replayed[turn], encoding, sizes, replayed_pixels)
         for path, x, y in diff_values(left, right, "request.body"):
             out.append(Divergence(turn, path, x, y, "request"))
     return out

@@ -149,6 +149,7 @@ class Recording:
     stateless: dict[str, Any] | None
     problems: list[str] = field(default_factory=list)
     _digests: dict[str, str] | None = None
+    _pixels: dict[str, str] | None = None
 
     # ------------------------------------------------------------------ basics
     @property
@@ -281,6 +282,25 @@ class Recording:
                     continue
             self._digests = digests
         return self._digests
+
+    def image_pixels(self) -> dict[str, str]:
+        """sha256 name of every PNG in the run directory -> a digest of its decoded pixels.
+
+        Two encoders (another deflate engine, or ISA-L on another CPU, which picks its
+        matches with other instructions) can turn the same pixels into different bytes;
+        this is what a request's image is compared by when the bytes cannot be."""
+        if self._pixels is None:
+            from deskpilot import imaging
+            from deskpilot.replay._screen import decode_png
+
+            pixels: dict[str, str] = {}
+            for sha, name in self.screenshot_digests().items():
+                try:
+                    pixels[sha] = f"{imaging.frame_digest(decode_png(self.path / name)) & 0xFFFFFFFFFFFFFFFF:016x}"
+                except DeskpilotError:
+                    continue
+            self._pixels = pixels
+        return self._pixels
 
     def sent_image(self, answer: RecordedAnswer) -> str | None:
         """The file that was the newest image of a recorded request (None: no image, or

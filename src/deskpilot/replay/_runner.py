@@ -253,15 +253,15 @@ def _monitor_area(recording: Recording) -> Rect:
 
 
 def _encoder_matches(recording: Recording, png_level: int) -> bool:
-    """Whether this process encodes the recorded pixels into the recorded bytes."""
-    for _, name, _, _ in recording.frame_schedule():
-        path = recording.resolve(name)
-        if path is None:
-            continue
-        data = path.read_bytes()
-        rgb = decode_png(path)
-        return bytes(imaging.encode_png(rgb, level=png_level)) == data
-    return False
+    """Whether this process encodes every recorded frame's pixels into the recorded bytes.
+
+    Every frame, not the first: ISA-L's output depends on the CPU's instruction set, and
+    a second machine can reproduce one frame's bytes and not another's."""
+    paths = [p for _, name, _, _ in recording.frame_schedule() if (p := recording.resolve(name)) is not None]
+    for path in dict.fromkeys(paths):
+        if bytes(imaging.encode_png(decode_png(path), level=png_level)) != path.read_bytes():
+            return False
+    return bool(paths)
 
 
 def _acting_turns(recording: Recording) -> list[int]:
@@ -446,7 +446,7 @@ def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> Rep
             notes.append(
                 "this deskpilot encodes PNGs differently from the recording's "
                 f"(recorded backend {recording.run_info.get('imaging_backend')!r}, here {imaging.BACKEND!r}): "
-                "PNG sizes and image digests in requests not compared"
+                "PNG sizes not compared, request images compared by their pixels"
             )
         divergences, last_turn = _compare(recording, replayed, options, encoding, policy, notes)
         replay_dir: Path | None = None if temporary else result.run_dir
@@ -532,6 +532,8 @@ def _compare(
         encoding=encoding,
         bytes_turns=bytes_turns,
         last_turn=last_turn,
+        recorded_pixels=None if encoding else recording.image_pixels(),
+        replayed_pixels=None if encoding else replayed.image_pixels(),
     )
     final_turn = last_turn if last_turn is not None else last_recorded
     if recording.complete and options.until is None and policy.stopped is None:
