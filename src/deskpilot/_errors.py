@@ -15,24 +15,39 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from deskpilot.safety._policy import Decision
+
 __all__ = [
     "ActionDeniedError",
+    "AnnotationRejected",
+    "BrowserError",
     "CaptureError",
     "ConfigError",
+    "ConfirmationAborted",
     "DeskpilotError",
     "GeometryError",
     "ImagingError",
+    "InputArgumentError",
     "InputError",
     "InvalidBoxError",
+    "InvalidPNG",
     "ModelConnectionError",
     "ModelError",
     "ModelHTTPError",
     "ModelResponseError",
     "ModelStreamError",
     "ModelTimeoutError",
+    "NoTerminalError",
     "PlatformError",
+    "PolicyDenied",
+    "RecordingError",
     "ReferenceKernelsWarning",
+    "ReplayDecodeError",
+    "ReplayError",
     "RunInterrupted",
+    "RunLogError",
+    "StatelessError",
+    "ToolError",
     "UnknownKeyError",
 ]
 
@@ -40,7 +55,7 @@ __all__ = [
 class DeskpilotError(Exception):
     """Root of every error deskpilot raises.
 
-    Hierarchy::
+    Hierarchy (the module that raises each, when it is not obvious, in brackets)::
 
         DeskpilotError
         ├── ImagingError (ValueError)       bad array shape/dtype/region for a pixel kernel
@@ -49,20 +64,38 @@ class DeskpilotError(Exception):
         ├── PlatformError (OSError)         an OS call failed (Win32/X11), with details
         │   ├── CaptureError                screen capture could not be done
         │   └── InputError                  mouse/keyboard injection failed
-        │       └── UnknownKeyError (ValueError)  key name not in the vocabulary
+        │       ├── InputArgumentError (ValueError)  bad button, count, coordinate or text
+        │       └── UnknownKeyError (ValueError)     key name not in the vocabulary
         ├── ModelError                      talking to the vision-language model failed
         │   ├── ModelConnectionError        no server / connection refused or reset
         │   ├── ModelTimeoutError           the server did not answer in time
         │   ├── ModelHTTPError              non-2xx status after retries
         │   └── ModelResponseError          2xx but unusable body (not JSON, no choices)
+        │       └── ModelStreamError        a streamed answer reported an error or broke off
+        ├── ToolError                       a tool refused the model's arguments; becomes an
+        │                                   ``{ok: false}`` payload, never a crash
         ├── ActionDeniedError               the policy layer refused an action
+        │   ├── PolicyDenied                the denial with its Decision and the model's payload
+        │   └── NoTerminalError             confirmation needed, no terminal to ask on
+        │       └── ConfirmationAborted     the question was withdrawn (the run is stopping)
         ├── ConfigError (ValueError)        invalid configuration value or file
         ├── RunLogError                     a run file cannot be written (disk full,
         │                                   read-only, run directory deleted) or read
-        │                                   (deskpilot.agent._runlog)
+        ├── StatelessError                  the stateless loop cannot go on
+        ├── RecordingError                  a path is not a run directory (replay, report)
+        ├── ReplayError                     a recorded run cannot be replayed
+        ├── ReplayDecodeError               a recorded screenshot cannot be decoded
+        ├── InvalidPNG (ValueError)         bytes that are not a well-formed PNG (panel)
+        ├── AnnotationRejected              the panel refused ``POST /annotated`` (409, 422)
+        ├── BrowserError                    Chromium missing, silent, or a page raised
         ├── RunInterrupted                  Ctrl+C / SIGTERM / kill switch stopped a run
         └── ReferenceKernelsWarning (RuntimeWarning)  a warning, not raised: the compiled
                                             core is not installed, imaging runs on numpy
+
+    Every class is defined here and importable from :mod:`deskpilot.errors`; the modules
+    that raise them re-export them under their old names. Exceptions a single module uses
+    for its own control flow (``_Retryable``, ``_Reject``, ``_BadRequest``, ``_HTTPError``,
+    ``_SetupInterrupted``) are private to that module and never reach a caller.
     """
 
     def __init__(self, message: str, /, **details: Any) -> None:
@@ -105,6 +138,10 @@ class InputError(PlatformError):
     """Mouse or keyboard input could not be injected."""
 
 
+class InputArgumentError(InputError, ValueError):
+    """An argument of an input action is invalid (button, count, coordinate, text)."""
+
+
 class UnknownKeyError(InputError, ValueError):
     """A key name is not in the vocabulary; ``suggestions`` lists close matches."""
 
@@ -145,12 +182,83 @@ class ModelStreamError(ModelResponseError):
     ``finish_reason`` and no ``data: [DONE]``): the run ends ``server_error``."""
 
 
+class ToolError(DeskpilotError):
+    """A tool refused its arguments; becomes an ``{ok: false}`` payload, never a crash.
+
+    ``kind`` is the payload's error type (``"invalid_args"``, ``"missing_key"``...),
+    ``message`` what the model reads.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message, kind=kind)
+        self.kind = kind
+        self.message = message
+
+
 class ActionDeniedError(DeskpilotError):
     """The policy layer refused an action (``details['rule']`` says which rule)."""
 
 
+class PolicyDenied(ActionDeniedError):
+    """A policy denial carrying its :class:`~deskpilot.safety.Decision` and the tool payload for the model."""
+
+    def __init__(self, decision: Decision, tool: str | None = None) -> None:
+        # The payload's wording is the safety policy's. Imported when a denial is raised,
+        # not at import: this module is the floor every other one stands on and imports
+        # nothing of deskpilot (deskpilot.safety imports it).
+        from deskpilot.safety._policy import policy_denied_payload
+
+        super().__init__(decision.reason, rule=decision.rule, category=decision.category)
+        self.decision = decision
+        self.payload = policy_denied_payload(decision, tool=tool)
+
+
+class NoTerminalError(ActionDeniedError):
+    """Confirmation was needed but there is no terminal to ask on."""
+
+
+class ConfirmationAborted(NoTerminalError):
+    """The question was withdrawn before an answer (the run is stopping)."""
+
+
 class ConfigError(DeskpilotError, ValueError):
     """A configuration value, file or flag is invalid."""
+
+
+class RunLogError(DeskpilotError):
+    """The run directory cannot be written, or a recorded one is not valid."""
+
+
+class StatelessError(DeskpilotError):
+    """The stateless loop cannot go on (no injected output in time, no working area)."""
+
+
+class RecordingError(DeskpilotError):
+    """The path is not a run directory (nothing recorded there)."""
+
+
+class ReplayError(DeskpilotError):
+    """The run cannot be replayed (no configuration recorded, nothing to replay)."""
+
+
+class ReplayDecodeError(DeskpilotError):
+    """A recorded screenshot cannot be decoded (or Pillow is not installed)."""
+
+
+class InvalidPNG(DeskpilotError, ValueError):
+    """Bytes that are not a complete, well-formed PNG (the message says what is wrong)."""
+
+
+class AnnotationRejected(DeskpilotError):
+    """``POST /annotated`` refused: ``status`` 409 (wrong or stale seq) or 422 (bad image)."""
+
+    def __init__(self, message: str, /, *, status: int, **details: Any) -> None:
+        super().__init__(message, status=status, **details)
+        self.status = status
+
+
+class BrowserError(DeskpilotError):
+    """Chromium is missing, did not answer, or a page raised."""
 
 
 class RunInterrupted(DeskpilotError):

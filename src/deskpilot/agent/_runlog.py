@@ -112,7 +112,7 @@ from typing import Any
 
 import orjson
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import RunLogError
 from deskpilot._untrusted import scrub_surrogates
 
 __all__ = [
@@ -132,10 +132,6 @@ TURNS_FILE = "turns.jsonl"
 SUMMARY_FILE = "summary.json"
 RUN_FILE = "run.json"
 EXCHANGE_FILE = "exchange.jsonl"
-
-
-class RunLogError(DeskpilotError):
-    """The run directory cannot be written, or a recorded one is not valid."""
 
 
 def _default(obj: Any) -> Any:

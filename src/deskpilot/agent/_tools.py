@@ -41,7 +41,13 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from deskpilot._errors import ActionDeniedError, DeskpilotError, InvalidBoxError, UnknownKeyError
+from deskpilot._errors import (
+    ActionDeniedError,
+    DeskpilotError,
+    InvalidBoxError,
+    ToolError,
+    UnknownKeyError,
+)
 from deskpilot.geometry import Box, Mapping, clamp_norm, parse_box
 from deskpilot.input import parse_combo
 
@@ -102,15 +108,6 @@ def err_payload(error_type: str, message: str) -> dict[str, Any]:
     if len(message) > MAX_ERROR_MESSAGE_CHARS:
         message = message[: MAX_ERROR_MESSAGE_CHARS - 30] + f"... ({len(message)} characters)"
     return {"ok": False, "error": {"type": error_type, "message": message}}
-
-
-class ToolError(DeskpilotError):
-    """A tool refused its arguments; becomes an ``{ok: false}`` payload, never a crash."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message, kind=kind)
-        self.kind = kind
-        self.message = message
 
 
 class Hands(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, SupportsFloat, SupportsIndex, TypeAlias, cast
 
-from deskpilot._errors import InputError
+from deskpilot._errors import InputArgumentError, InputError
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._keys import KeySpec, parse_combo
@@ -35,10 +35,6 @@ _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
 
 #: A coordinate: any real number, numpy integers and floats included (rounded to a pixel).
 Coordinate: TypeAlias = float | SupportsFloat
-
-
-class InputArgumentError(InputError, ValueError):
-    """An argument of an input action is invalid (button, count, coordinate, text)."""
 
 
 def make_backend(name: str) -> InputBackend:

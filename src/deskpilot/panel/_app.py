@@ -64,6 +64,9 @@ _NO_CACHE = {"Cache-Control": "no-store"}
 
 
 class _HTTPError(Exception):
+    """An error answer of one route; :func:`_handler` turns it into the JSON response, so it
+    never leaves this module (not a DeskpilotError)."""
+
     def __init__(self, status: int, message: str, **extra: Any) -> None:
         super().__init__(message)
         self.status = status

@@ -31,13 +31,9 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import BrowserError
 
 __all__ = ["BrowserError", "Chromium", "find_chromium"]
-
-
-class BrowserError(DeskpilotError):
-    """Chromium is missing, did not answer, or a page raised."""
 
 
 CANDIDATES = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")

@@ -16,7 +16,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import InvalidPNG
 
 __all__ = ["MAX_PNG_SIDE", "InvalidPNG", "validate_png"]
 
@@ -37,10 +37,6 @@ _ADAM7 = (
     (0, 1, 1, 2),
 )
 _INFLATE_PIECE = 1 << 20  # bytes of pixel data inflated at a time
-
-
-class InvalidPNG(DeskpilotError, ValueError):
-    """Bytes that are not a complete, well-formed PNG (the message says what is wrong)."""
 
 
 def _chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:

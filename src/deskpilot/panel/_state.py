@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import AnnotationRejected
 
 __all__ = ["PHASES", "AnnotationRejected", "PanelState", "png_size"]
 
@@ -39,14 +39,6 @@ PHASES = (
 )
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-class AnnotationRejected(DeskpilotError):
-    """``POST /annotated`` refused: ``status`` 409 (wrong or stale seq) or 422 (bad image)."""
-
-    def __init__(self, message: str, /, *, status: int, **details: Any) -> None:
-        super().__init__(message, status=status, **details)
-        self.status = status
 
 
 def png_size(data: bytes) -> tuple[int, int] | None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import DeskpilotError, RecordingError
 
 __all__ = ["RecordedAnswer", "Recording", "RecordingError", "load_recording"]
 
@@ -40,10 +40,6 @@ STATELESS_FILE = "stateless.json"
 
 #: Outcomes of a run that ended on its own; any other ends the record early.
 COMPLETE_OUTCOMES = frozenset({"answered", "max_steps"})
-
-
-class RecordingError(DeskpilotError):
-    """The path is not a run directory (nothing recorded there)."""
 
 
 @dataclass(slots=True)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import ReplayError
 from deskpilot.geometry import Rect
 from deskpilot.replay._compare import CompareRules, Divergence, compare_requests, compare_turns
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
@@ -48,10 +48,6 @@ _ROLE_KEYS = {
     ("team", "planner_max_tokens"): ("planner", "commander"),
     ("team", "executor_max_tokens"): ("executor", "operator"),
 }
-
-
-class ReplayError(DeskpilotError):
-    """The run cannot be replayed (no configuration recorded, nothing to replay)."""
 
 
 @dataclass(slots=True)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import ReplayDecodeError
 from deskpilot.agent._screen import Probe, Shot
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.replay._recording import Recording
@@ -31,10 +31,6 @@ from deskpilot.replay._recording import Recording
 __all__ = ["RecordedScreen", "decode_png"]
 
 U8 = npt.NDArray[np.uint8]
-
-
-class ReplayDecodeError(DeskpilotError):
-    """A recorded screenshot cannot be decoded (or Pillow is not installed)."""
 
 
 def decode_png(path: Path) -> U8:

@@ -13,8 +13,8 @@ import threading
 import time
 from typing import IO
 
+from deskpilot._errors import ConfirmationAborted, NoTerminalError
 from deskpilot._untrusted import terminal_text
-from deskpilot.safety._policy import ConfirmationAborted, NoTerminalError
 
 __all__ = ["ConfirmationAborted", "NoTerminalError", "terminal_prompt"]
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from deskpilot._errors import ActionDeniedError, DeskpilotError, RunInterrupted
+from deskpilot._errors import DeskpilotError, PolicyDenied, RunInterrupted
 from deskpilot.geometry import Rect
 from deskpilot.safety._killswitch import KillSwitch, RunBudget, Trip, WatchBackend
 from deskpilot.safety._policy import (
@@ -40,7 +40,6 @@ from deskpilot.safety._policy import (
     Decision,
     PendingConfirmation,
     Policy,
-    policy_denied_payload,
 )
 from deskpilot.safety._redact import RedactOptions, TypedTexts
 from deskpilot.safety._sequence import ActionSequence
@@ -52,15 +51,6 @@ __all__ = ["GuardedHands", "PolicyDenied", "SafetyGuard", "action_request", "run
 log = logging.getLogger("deskpilot.safety")
 
 _POINTER_KINDS = frozenset({"click", "move", "drag", "scroll", "double_click", "right_click", "mouse_down", "mouse_up"})
-
-
-class PolicyDenied(ActionDeniedError):
-    """A policy denial carrying its :class:`Decision` and the tool payload for the model."""
-
-    def __init__(self, decision: Decision, tool: str | None = None) -> None:
-        super().__init__(decision.reason, rule=decision.rule, category=decision.category)
-        self.decision = decision
-        self.payload = policy_denied_payload(decision, tool=tool)
 
 
 def action_request(action: Mapping[str, Any]) -> ActionRequest | None:

@@ -43,7 +43,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deskpilot._errors import ActionDeniedError, ConfigError, UnknownKeyError
+from deskpilot._errors import (
+    ActionDeniedError,
+    ConfigError,
+    ConfirmationAborted,
+    NoTerminalError,
+    UnknownKeyError,
+)
 from deskpilot.safety._combos import combo_keys, format_combo
 from deskpilot.safety._secrets import SecretDetector, find_secrets, select_detectors
 from deskpilot.safety._window import WindowInfo
@@ -100,10 +106,6 @@ DEFAULT_DENY_WINDOWS: tuple[str, ...] = (
     "*Dashlane*",
     "class:*keepassxc*",
 )
-
-
-class NoTerminalError(ActionDeniedError):
-    """Confirmation was needed but there is no terminal to ask on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,10 +569,6 @@ class Policy:
             with self._lock:
                 self._always.update(rule for _, rule, _, _ in pending)
         return Decision(True, first[1], f"{first[2]}; the user confirmed", first[3], confirmed=True)
-
-
-class ConfirmationAborted(NoTerminalError):
-    """The question was withdrawn before an answer (the run is stopping)."""
 
 
 def _stopped(first: tuple[Verdict, str, str, str]) -> Decision:

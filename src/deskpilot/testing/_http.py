@@ -75,6 +75,9 @@ Handler = Callable[[Request, ResponseWriter], Awaitable[bool]]
 
 
 class _BadRequest(Exception):
+    """A malformed request; the protocol answers ``status`` and closes, so it never leaves
+    this module (not a DeskpilotError)."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

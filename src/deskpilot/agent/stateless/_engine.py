@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot._errors import ActionDeniedError, DeskpilotError
+from deskpilot._errors import ActionDeniedError, DeskpilotError, StatelessError
 from deskpilot._untrusted import token_count
 from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
@@ -86,10 +86,6 @@ def take_lingering_panels() -> list[PanelServer]:
 log = logging.getLogger("deskpilot.stateless")
 U8 = npt.NDArray[np.uint8]
 R = TypeVar("R")
-
-
-class StatelessError(DeskpilotError):
-    """The stateless loop cannot go on (no injected output in time, no working area)."""
 
 
 @dataclass(slots=True)

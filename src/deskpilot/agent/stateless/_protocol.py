@@ -371,6 +371,9 @@ def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
 
 
 class _Reject(Exception):
+    """One bbox or action the model wrote is unusable; :func:`parse_vlm_output` turns it into a
+    :class:`Rejection` and goes on, so it never leaves this module (not a DeskpilotError)."""
+
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
