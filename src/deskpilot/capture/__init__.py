@@ -11,11 +11,10 @@
 """
 
 from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
-from deskpilot.capture._capturer import BACKENDS, Capturer, Scaling, make_backend
+from deskpilot.capture._capturer import Capturer, Scaling, make_backend
 from deskpilot.capture._frame import Frame
 
 __all__ = [
-    "BACKENDS",
     "CaptureBackend",
     "Capturer",
     "CursorImage",

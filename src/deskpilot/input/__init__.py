@@ -6,12 +6,11 @@ All coordinates are physical virtual-desktop pixels; map model coordinates with
 """
 
 from deskpilot.input._base import Button, InputBackend
-from deskpilot.input._controller import BACKENDS, InputArgumentError, InputController, make_backend
+from deskpilot.input._controller import InputArgumentError, InputController, make_backend
 from deskpilot.input._dry import DryBackend
-from deskpilot.input._keys import KEY_NAMES, KeySpec, parse_combo, resolve_key
+from deskpilot.input._keys import KEY_NAMES, KeySpec, parse_combo
 
 __all__ = [
-    "BACKENDS",
     "KEY_NAMES",
     "Button",
     "DryBackend",
@@ -21,5 +20,4 @@ __all__ = [
     "KeySpec",
     "make_backend",
     "parse_combo",
-    "resolve_key",
 ]

@@ -20,25 +20,20 @@ panel needs a token::
     print(server.page_url)                             # http://127.0.0.1:8765/?token=...
 """
 
-from deskpilot.panel._access import MIN_TOKEN_LENGTH, PanelAccess, is_loopback, resolve_token
-from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES, MAX_OTHER_BYTES, create_app
+from deskpilot.panel._access import PanelAccess, resolve_token
+from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES
 from deskpilot.panel._png import InvalidPNG, validate_png
 from deskpilot.panel._server import PanelServer
-from deskpilot.panel._state import PHASES, AnnotationRejected, PanelState, png_size
+from deskpilot.panel._state import AnnotationRejected, PanelState, png_size
 
 __all__ = [
     "MAX_ANNOTATED_BYTES",
     "MAX_INJECT_BYTES",
-    "MAX_OTHER_BYTES",
-    "MIN_TOKEN_LENGTH",
-    "PHASES",
     "AnnotationRejected",
     "InvalidPNG",
     "PanelAccess",
     "PanelServer",
     "PanelState",
-    "create_app",
-    "is_loopback",
     "png_size",
     "resolve_token",
     "validate_png",

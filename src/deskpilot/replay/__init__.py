@@ -18,7 +18,7 @@ much. :mod:`deskpilot.replay._compare` defines exactly which fields must be equa
 
 from deskpilot.replay._compare import Divergence
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
-from deskpilot.replay._recording import RecordedAnswer, Recording, RecordingError, load_recording
+from deskpilot.replay._recording import Recording, RecordingError, load_recording
 from deskpilot.replay._runner import ReplayError, ReplayOptions, ReplayResult, replay_run
 from deskpilot.replay._screen import RecordedScreen
 from deskpilot.replay._table import format_result
@@ -26,7 +26,6 @@ from deskpilot.replay._table import format_result
 __all__ = [
     "Divergence",
     "FrameTolerance",
-    "RecordedAnswer",
     "RecordedScreen",
     "Recording",
     "RecordingError",

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from deskpilot.replay._recording import load_recording
 from deskpilot.report._html import render_html
-from deskpilot.report._model import Mark, ReportData, TurnView, build_report_data
+from deskpilot.report._model import ReportData, build_report_data
 
-__all__ = ["Mark", "ReportData", "TurnView", "build_report_data", "render_report", "write_report"]
+__all__ = ["ReportData", "build_report_data", "render_report", "write_report"]
 
 REPORT_FILE = "report.html"
 

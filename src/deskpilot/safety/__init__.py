@@ -12,15 +12,8 @@
 """
 
 from deskpilot.safety._confirm import NoTerminalError, terminal_prompt
-from deskpilot.safety._guard import (
-    GuardedHands,
-    PolicyDenied,
-    SafetyGuard,
-    action_request,
-    run_guarded,
-)
+from deskpilot.safety._guard import PolicyDenied, SafetyGuard, action_request, run_guarded
 from deskpilot.safety._killswitch import (
-    DEFAULT_HOTKEY,
     BudgetExhausted,
     KillSwitch,
     RunBudget,
@@ -29,22 +22,9 @@ from deskpilot.safety._killswitch import (
     Win32WatchBackend,
     X11WatchBackend,
 )
-from deskpilot.safety._policy import (
-    DEFAULT_DENY_KEYS,
-    DEFAULT_DENY_WINDOWS,
-    ActionRequest,
-    Decision,
-    Policy,
-    policy_denied_payload,
-)
+from deskpilot.safety._policy import ActionRequest, Decision, Policy, policy_denied_payload
 from deskpilot.safety._redact import RedactOptions, mask_text, redact, redact_lines, redact_text
-from deskpilot.safety._secrets import (
-    DETECTOR_NAMES,
-    SecretDetector,
-    SecretMatch,
-    find_secrets,
-    luhn_valid,
-)
+from deskpilot.safety._secrets import DETECTOR_NAMES, SecretMatch, find_secrets, luhn_valid
 from deskpilot.safety._settings import SETTINGS_SECTIONS, PolicySettings, SafetySettings
 from deskpilot.safety._window import (
     Win32WindowReader,
@@ -55,15 +35,11 @@ from deskpilot.safety._window import (
 )
 
 __all__ = [
-    "DEFAULT_DENY_KEYS",
-    "DEFAULT_DENY_WINDOWS",
-    "DEFAULT_HOTKEY",
     "DETECTOR_NAMES",
     "SETTINGS_SECTIONS",
     "ActionRequest",
     "BudgetExhausted",
     "Decision",
-    "GuardedHands",
     "KillSwitch",
     "NoTerminalError",
     "Policy",
@@ -73,7 +49,6 @@ __all__ = [
     "RunBudget",
     "SafetyGuard",
     "SafetySettings",
-    "SecretDetector",
     "SecretMatch",
     "Trip",
     "WatchBackend",

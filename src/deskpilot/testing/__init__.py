@@ -17,19 +17,13 @@ Example::
         assert not server.problems
 """
 
-from deskpilot.testing._mode_policies import (
-    TEAM_TOOL_NAMES,
-    AutoPolicy,
-    StatelessPolicy,
-    TeamPolicy,
-)
+from deskpilot.testing._mode_policies import AutoPolicy, StatelessPolicy, TeamPolicy
 from deskpilot.testing._policies import PixelPolicy, Policy, ScriptedPolicy, find_color
 from deskpilot.testing._replies import Fault, Reply, reply_from_json, tool_call
 from deskpilot.testing._server import ModelServer, RecordedRequest, serve
 from deskpilot.testing._validate import ImageInfo, validate_chat_request
 
 __all__ = [
-    "TEAM_TOOL_NAMES",
     "AutoPolicy",
     "Fault",
     "ImageInfo",

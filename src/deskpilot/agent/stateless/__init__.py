@@ -14,15 +14,13 @@ import argparse
 from typing import Any
 
 from deskpilot.agent._modes import ModeSpec
-from deskpilot.agent.stateless._config import StatelessSettings, output_size
+from deskpilot.agent.stateless._config import StatelessSettings
 from deskpilot.agent.stateless._engine import (
-    StatelessEngine,
     StatelessError,
     StatelessMode,
     run_stateless,
     take_lingering_panels,
 )
-from deskpilot.agent.stateless._prompt import system_prompt, user_text
 from deskpilot.agent.stateless._protocol import (
     ACTION_NAMES,
     Action,
@@ -38,19 +36,15 @@ __all__ = [
     "Action",
     "BBox",
     "Rejection",
-    "StatelessEngine",
     "StatelessError",
     "StatelessMode",
     "StatelessSettings",
     "VlmOutput",
     "add_arguments",
     "flags",
-    "output_size",
     "parse_vlm_output",
     "run_stateless",
-    "system_prompt",
     "take_lingering_panels",
-    "user_text",
 ]
 
 

@@ -14,15 +14,10 @@ in :mod:`seed002 <deskpilot.agent.team._seed002>` and
 from deskpilot.agent._ask import ask_for_task
 from deskpilot.agent.team import _seed002 as seed002
 from deskpilot.agent.team import _seed003 as seed003
-from deskpilot.agent.team._common import Coordinate, ParsedCall, ToolSpec, parse_call
+from deskpilot.agent.team._common import Coordinate, ParsedCall, parse_call
 from deskpilot.agent.team._engine import MODE, TeamMode
-from deskpilot.agent.team._execlog import EXECUTION_LOG, ExecutionLog
-from deskpilot.agent.team._memory import (
-    ActionRecord,
-    AgentMemory,
-    CompressionResult,
-    MemorySnapshot,
-)
+from deskpilot.agent.team._execlog import ExecutionLog
+from deskpilot.agent.team._memory import ActionRecord, AgentMemory
 from deskpilot.agent.team._recovery import (
     LoopDetector,
     action_signature,
@@ -30,32 +25,25 @@ from deskpilot.agent.team._recovery import (
     run_recovery,
 )
 from deskpilot.agent.team._settings import TeamParams, TeamSettings, resolve_params
-from deskpilot.agent.team._state import Switch, TeamState
-from deskpilot.agent.team._tools import executor_toolset
+from deskpilot.agent.team._state import TeamState
 from deskpilot.agent.team._variants import VARIANTS, Variant, resolve_variant
 
 __all__ = [
-    "EXECUTION_LOG",
     "MODE",
     "VARIANTS",
     "ActionRecord",
     "AgentMemory",
-    "CompressionResult",
     "Coordinate",
     "ExecutionLog",
     "LoopDetector",
-    "MemorySnapshot",
     "ParsedCall",
-    "Switch",
     "TeamMode",
     "TeamParams",
     "TeamSettings",
     "TeamState",
-    "ToolSpec",
     "Variant",
     "action_signature",
     "ask_for_task",
-    "executor_toolset",
     "parse_call",
     "recovery_actions",
     "resolve_params",
