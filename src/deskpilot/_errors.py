@@ -55,7 +55,7 @@ __all__ = [
 class DeskpilotError(Exception):
     """Root of every error deskpilot raises.
 
-    Hierarchy (the module that raises each, when it is not obvious, in brackets)::
+    Hierarchy::
 
         DeskpilotError
         ├── ImagingError (ValueError)       bad array shape/dtype/region for a pixel kernel
