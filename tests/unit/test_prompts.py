@@ -84,7 +84,10 @@ def test_every_prompt_file_is_read_by_a_mode() -> None:
     assert names
     source = "\n".join(p.read_text() for p in (PROMPT_DIR.parent.parent).rglob("*.py"))
     for name in names:
-        assert f'load_prompt("{name}")' in source, f"prompts/{name}.txt is loaded nowhere"
+        # load_prompt("name"), or a team variant's planner_prompt_file="name"
+        assert f'load_prompt("{name}")' in source or f'_prompt_file="{name}"' in source, (
+            f"prompts/{name}.txt is loaded nowhere"
+        )
 
 
 def test_load_prompt_drops_only_the_files_last_newline() -> None:

@@ -23,6 +23,7 @@ from deskpilot.agent.team import (
     Coordinate,
     ExecutionLog,
     LoopDetector,
+    PointerArgs,
     TeamSettings,
     TeamState,
     action_signature,
@@ -31,7 +32,6 @@ from deskpilot.agent.team import (
     recovery_actions,
     resolve_params,
     run_recovery,
-    seed003,
 )
 from deskpilot.agent.team._memory import clip
 from deskpilot.geometry import Mapping, Rect
@@ -191,7 +191,7 @@ def test_context_assembly_matches_the_seed_format() -> None:
     state.set_plan("short", "P" * 450)
     state.begin_turn(2)
     state.memory.add_action(
-        ActionRecord(2, "click_screen_element", seed003.ClickArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
+        ActionRecord(2, "click_screen_element", PointerArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
     )
     state.begin_turn(3)
     context = state.get_context()

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from deskpilot.agent._config import AgentConfig, setting
-from deskpilot.agent.team._variants import Variant, resolve_variant
+from deskpilot.agent.team._variants import TeamVariant, resolve_variant
 
 __all__ = ["TeamParams", "TeamSettings", "resolve_params"]
 
@@ -113,7 +113,7 @@ class TeamSettings:
 class TeamParams:
     """The numbers one team run uses (settings resolved against the variant)."""
 
-    variant: Variant
+    variant: TeamVariant
     review_interval: int
     compression_threshold: int
     max_steps: int
