@@ -398,3 +398,25 @@ def test_task_prompt_on_a_real_terminal(typed: bytes, expected: str) -> None:
     os.waitpid(pid, 0)
     os.close(fd)
     assert expected in out.decode("utf-8", "replace")
+
+
+def test_unset_team_settings_are_none_and_the_old_0_and_minus_1_still_mean_unset(tmp_path: Path) -> None:
+    default = config()
+    team = default.section(TeamSettings)
+    unset = ("review_interval", "compression_threshold", "max_steps", "planner_temperature",
+             "planner_max_tokens", "executor_temperature", "executor_max_tokens", "turn_delay")
+    assert all(getattr(team, key) is None for key in unset)
+    assert default.as_dict()["team"]["planner_temperature"] is None  # run.json records null
+    old = {"team.review_interval": 0, "team.max_steps": 0, "team.planner_temperature": -1.0,
+           "team.executor_max_tokens": 0, "team.turn_delay": -1.0}
+    assert resolve_params(config(**old)) == resolve_params(default)
+    file = tmp_path / "deskpilot.toml"
+    file.write_text("[team]\nplanner_temperature = -1\nmax_steps = 0\n")
+    from_file = load_config(env={"TEAM_TURN_DELAY": "-1", "TEAM_EXECUTOR_TEMPERATURE": ""}, path=file, search_default=False)
+    assert resolve_params(from_file) == resolve_params(default)
+    assert from_file.sources["team.planner_temperature"].startswith("config file")  # given, as unset
+    # A value between the old sentinel and the new minimum is an error, not "unset".
+    with pytest.raises(ConfigError, match="below the minimum"):
+        config(**{"team.planner_temperature": -0.5})
+    with pytest.raises(ConfigError, match="below the minimum"):
+        config(**{"team.turn_delay": -2.0})
