@@ -18,7 +18,7 @@ import pytest
 from apps.harness import TargetApp
 
 from deskpilot.agent import iter_turns, load_summary, validate_run_dir
-from deskpilot.agent.team import VARIANTS, Variant
+from deskpilot.agent.team import VARIANTS, TeamVariant
 from deskpilot.cli import main
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, find_color
 
@@ -38,7 +38,7 @@ def norm(value: float, size: int) -> int:
 class LookingPolicy:
     """Planner: one plan. Executor: find red, click it; click the entry; type; enter; report."""
 
-    def __init__(self, variant: Variant, entry: tuple[int, int, int, int], screen: tuple[int, int]) -> None:
+    def __init__(self, variant: TeamVariant, entry: tuple[int, int, int, int], screen: tuple[int, int]) -> None:
         self.v = variant
         x, y, w, h = entry
         self.entry = [norm(x + w / 2, screen[0]), norm(y + h / 2, screen[1])]

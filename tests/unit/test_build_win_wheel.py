@@ -44,6 +44,7 @@ def _linux_wheel(dist: Path, *, wheel_text: str = LINUX_WHEEL) -> Path:
         "deskpilot/_native/imaging.cpython-311-x86_64-linux-gnu.so": b"\x7fELF imaging",
         "deskpilot/_native/annotate.cpython-311-x86_64-linux-gnu.so": b"\x7fELF annotate",
         "deskpilot/panel/static/panel.js": b"console.log(1)\n",
+        "deskpilot/agent/prompts/team_planner.txt": b"You are a Computer Task Planner.\n",
         "deskpilot.libs/libfoo-1234.so.1": b"\x7fELF vendored",
         f"{DIST_INFO}/METADATA": b"Metadata-Version: 2.4\nName: deskpilot\nVersion: 1.2.3\n",
         f"{DIST_INFO}/WHEEL": wheel_text.encode(),
@@ -85,6 +86,7 @@ def test_build_swaps_the_modules_retags_and_writes_record(tmp_path: Path) -> Non
             "deskpilot/_native/annotate.cp313-win_amd64.pyd",
             "deskpilot/_native/imaging.cp313-win_amd64.pyd",
             "deskpilot/panel/static/panel.js",
+            "deskpilot/agent/prompts/team_planner.txt",  # the prompts are package data
             f"{DIST_INFO}/METADATA",
             f"{DIST_INFO}/WHEEL",
             f"{DIST_INFO}/entry_points.txt",

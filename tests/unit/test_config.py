@@ -225,3 +225,34 @@ def test_tool_sets_have_user_facing_names_and_keep_the_seed_ids() -> None:
     assert [toolset_label(n) for n in ("seed000", "pointer", "extended")] == [
         "element (seed000)", "pointer (seed001)", "extended"]
     assert toolset("pointer").names[:2] == ["take_screenshot", "move_mouse"]
+
+
+def test_step_delay_is_unset_by_default_and_the_old_minus_1_means_unset() -> None:
+    assert cfg().agent.step_delay is None and cfg().as_dict()["agent"]["step_delay"] is None
+    assert cfg(flags={"agent.step_delay": -1.0}).agent.step_delay is None  # an older run.json's value
+    assert cfg(env={"AGENT_STEP_DELAY": "-1"}).agent.step_delay is None
+    assert cfg(env={"AGENT_STEP_DELAY": "none"}).agent.step_delay is None
+    assert cfg(env={"AGENT_STEP_DELAY": ""}).agent.step_delay is None
+    assert cfg(env={"AGENT_STEP_DELAY": "0"}).agent.step_delay == 0.0
+    with pytest.raises(ConfigError, match="below the minimum"):
+        cfg(flags={"agent.step_delay": -0.5})
+
+
+@dataclass(frozen=True, slots=True)
+class _LegacySettings:
+    limit: int | None = setting(None, env="LEGACY_LIMIT", minimum=1, legacy_unset=(0,))
+    flag: bool = setting(False, env="LEGACY_FLAG")
+
+
+def test_legacy_unset_maps_only_the_listed_numbers_of_an_optional_setting() -> None:
+    register_section("legacy", _LegacySettings)
+    try:
+        assert cfg(env={"LEGACY_LIMIT": "0"}).section(_LegacySettings).limit is None
+        assert cfg(env={"LEGACY_LIMIT": "3"}).section(_LegacySettings).limit == 3
+        assert cfg(env={"LEGACY_FLAG": "0"}).section(_LegacySettings).flag is False  # a bool is never "unset"
+        with pytest.raises(ConfigError, match="below the minimum"):
+            cfg(env={"LEGACY_LIMIT": "-1"})
+    finally:
+        from deskpilot.agent import _config
+
+        _config._SECTIONS.pop("legacy", None)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 
 import pytest
 
-from deskpilot.agent._prompts import SECURITY_NOTE, system_prompt
+from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt, system_prompt
 from deskpilot.agent._tools import TOOLSETS, toolset
 
 # Tool sets whose prompt is built by system_prompt; qwen and uitars bring the prompts their
@@ -70,3 +71,29 @@ def test_model_format_sets_bring_their_trained_prompts() -> None:
     assert "computer_use" in qwen and SECURITY_NOTE in qwen
     uitars = toolset("uitars").prompt or ""
     assert "## Action Space" in uitars and "finished(content=" in uitars and SECURITY_NOTE in uitars
+
+
+# ---------------------------------------------------------------------- prompt files
+
+PROMPT_DIR = Path(__file__).resolve().parents[2] / "src" / "deskpilot" / "agent" / "prompts"
+
+
+def test_every_prompt_file_is_read_by_a_mode() -> None:
+    # A file no code loads is a prompt nobody sends: it would drift unnoticed.
+    names = sorted(p.stem for p in PROMPT_DIR.glob("*.txt"))
+    assert names
+    source = "\n".join(p.read_text() for p in (PROMPT_DIR.parent.parent).rglob("*.py"))
+    for name in names:
+        # load_prompt("name"), or a team variant's planner_prompt_file="name"
+        assert f'load_prompt("{name}")' in source or f'_prompt_file="{name}"' in source, (
+            f"prompts/{name}.txt is loaded nowhere"
+        )
+
+
+def test_load_prompt_drops_only_the_files_last_newline() -> None:
+    for path in PROMPT_DIR.glob("*.txt"):
+        raw = path.read_bytes()
+        assert raw.endswith(b"\n") and b"\r" not in raw, path.name
+        assert load_prompt(path.stem) == raw.decode("utf-8")[:-1]
+    assert load_prompt("security_note") == SECURITY_NOTE and not SECURITY_NOTE.endswith("\n")
+    assert load_prompt("team_planner").endswith("{security}\n")  # the seed's text ends in a newline

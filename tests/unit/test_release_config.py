@@ -137,3 +137,17 @@ def test_ci_windows_job_requires_the_compiled_core() -> None:
     # native-vs-reference tests would skip instead of failing
     ci = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text())
     assert ci["jobs"]["windows"]["env"]["DESKPILOT_REQUIRE_NATIVE"] == "1"
+
+
+def test_the_prompt_files_ship_in_the_wheel_and_the_sdist(pyproject: dict[str, Any]) -> None:
+    # Every mode's prompts are package data (deskpilot/agent/prompts/*.txt). The wheel takes
+    # what [tool.setuptools.package-data] names (scripts/build_win_wheel.py repacks that wheel,
+    # and the Windows tier copies all of src/deskpilot); the sdist takes MANIFEST.in as well.
+    package = ROOT / "src" / "deskpilot"
+    prompts = sorted(p.relative_to(package).as_posix() for p in (package / "agent" / "prompts").glob("*.txt"))
+    assert prompts
+    patterns = pyproject["tool"]["setuptools"]["package-data"]["deskpilot"]
+    for path in prompts:
+        assert any(fnmatch.fnmatch(path, pattern) for pattern in patterns), path
+    manifest = (ROOT / "MANIFEST.in").read_text().splitlines()
+    assert "recursive-include src/deskpilot/agent/prompts *.txt" in manifest

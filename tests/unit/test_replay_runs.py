@@ -233,3 +233,25 @@ def test_a_confirm_mode_run_replays_with_the_recorded_answers(tmp_path: Path) ->
     result = replay_run(run)
     assert not result.ok
     assert any("did not answer" in n for n in result.notes)
+
+
+def test_older_runs_recorded_unset_settings_as_0_and_minus_1_and_still_replay(tmp_path: Path) -> None:
+    # Before the unset team/agent settings were None, run.json recorded them as 0 / -1.0
+    # (team_003 was recorded then). A replay applies the values the run gave explicitly
+    # (config_sources); marked so, the old numbers load as None: the run replays as recorded.
+    run = copy("team_003", tmp_path)
+    info = orjson.loads((run / "run.json").read_bytes())
+    assert info["config"]["team"]["planner_temperature"] == -1.0 and info["config"]["team"]["max_steps"] == 0
+    assert info["config"]["agent"]["step_delay"] == -1.0
+    legacy = [f"team.{key}" for key, value in info["config"]["team"].items()
+              if not isinstance(value, bool) and value in (0, -1.0)]
+    assert len(legacy) == 8
+    info["config_sources"].update({key: f"flag {key}" for key in [*legacy, "agent.step_delay"]})
+    (run / "run.json").write_bytes(orjson.dumps(info))
+    result = replay_run(run, ReplayOptions(out_dir=tmp_path / "replay"))
+    assert result.ok, format_result(result)
+    assert result.replay_dir is not None
+    replayed = orjson.loads((result.replay_dir / "run.json").read_bytes())
+    team = replayed["config"]["team"]  # new runs record unset as null
+    assert (team["planner_temperature"], team["max_steps"], team["turn_delay"]) == (None, None, 0.0)
+    assert replayed["config"]["agent"]["step_delay"] == 0.0  # a dry replay sets the seeds' sleeps to 0

@@ -26,7 +26,7 @@ from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, va
 from deskpilot.agent._loop import Session
 from deskpilot.agent._modes import ModeSpec, discover_modes, register_mode
 from deskpilot.agent._simulated import SimulatedDesktop
-from deskpilot.agent.team import MODE, VARIANTS, TeamMode, Variant
+from deskpilot.agent.team import MODE, VARIANTS, TeamMode, TeamVariant
 from deskpilot.input import DryBackend, InputController
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, tool_call
 
@@ -42,7 +42,7 @@ EVIDENCE = (
 class RolePolicy:
     """Answers planner and executor requests from separate scripts; records the roles."""
 
-    def __init__(self, variant: Variant, planner: Sequence[Reply | Fault | str], executor: Sequence[Reply | Fault | str]) -> None:
+    def __init__(self, variant: TeamVariant, planner: Sequence[Reply | Fault | str], executor: Sequence[Reply | Fault | str]) -> None:
         self.variant = variant
         self.planner = list(planner)
         self.executor = list(executor)
@@ -59,7 +59,7 @@ class RolePolicy:
             return queue.pop(0)
 
 
-def plan(variant: Variant, instructions: str = "Click the magenta target, then type and submit.") -> Reply:
+def plan(variant: TeamVariant, instructions: str = "Click the magenta target, then type and submit.") -> Reply:
     if variant is V002:
         args = {"operator_instructions": instructions, "rationale": "next objective"}
     else:
@@ -67,13 +67,13 @@ def plan(variant: Variant, instructions: str = "Click the magenta target, then t
     return Reply(content=f"PLAN: {instructions}", tool_calls=[(variant.tool_name("plan"), args)])
 
 
-def archive(variant: Variant, turns: list[Any], summary: str = "Opened and clicked around") -> tuple[str, dict[str, Any]]:
+def archive(variant: TeamVariant, turns: list[Any], summary: str = "Opened and clicked around") -> tuple[str, dict[str, Any]]:
     if variant is V002:
         return ("compress_memory", {"compression_summary": summary, "loop_analysis": "none", "archived_turns": turns})
     return ("archive_completed_actions", {"summary": summary, "patterns_detected": "none", "archived_turns": turns})
 
 
-def act(variant: Variant, kind: str, **values: Any) -> Reply:
+def act(variant: TeamVariant, kind: str, **values: Any) -> Reply:
     """One executor reply calling the variant's tool for ``kind``."""
     why = "justification" if variant is V002 else "reasoning"
     label = "label" if variant is V002 else "element_name"
@@ -125,7 +125,7 @@ def run_team(
     tmp_path: Path,
     policy: Any,
     *,
-    variant: Variant = V003,
+    variant: TeamVariant = V003,
     flags: dict[str, Any] | None = None,
     desk: SimulatedDesktop | None = None,
     hands: Any = None,
@@ -153,7 +153,7 @@ def run_team(
     return result, srv, desk, captured.mode
 
 
-def check_requests(srv: ModelServer, variant: Variant) -> list[str]:
+def check_requests(srv: ModelServer, variant: TeamVariant) -> list[str]:
     """Role of each request, after checking the image rule and each role's settings."""
     assert srv.problems == []
     roles = []
@@ -397,7 +397,7 @@ def test_executor_bad_calls_get_seed_error_payloads_and_the_run_goes_on(tmp_path
         (V002, tool_call("spawn_operator", "{operator_instructions: click}"), "invalid_json", "not valid JSON"),
     ],
 )
-def test_planner_malformed_plan_arguments_are_refused_and_it_is_asked_again(tmp_path: Path, v: Variant, call: Any, kind: str, message: str) -> None:
+def test_planner_malformed_plan_arguments_are_refused_and_it_is_asked_again(tmp_path: Path, v: TeamVariant, call: Any, kind: str, message: str) -> None:
     """No plan yet: the refused call is logged, the planner is told why and asked again."""
     policy = RolePolicy(v, [Reply(content="plan", tool_calls=[call]), plan(v)], [act(v, "complete", evidence=EVIDENCE)])
     result, srv, _, mode = run_team(tmp_path, policy, variant=v)
@@ -433,7 +433,7 @@ def test_planner_malformed_plan_in_a_review_keeps_the_current_instructions(tmp_p
 
 @pytest.mark.parametrize("v", [V002, V003], ids=["002", "003"])
 @pytest.mark.parametrize("turns_value", [["first", "second"], "all of them", {"from": 2}, [True]])
-def test_archive_with_non_numeric_turns_is_refused_and_the_engine_archives(tmp_path: Path, v: Variant, turns_value: Any) -> None:
+def test_archive_with_non_numeric_turns_is_refused_and_the_engine_archives(tmp_path: Path, v: TeamVariant, turns_value: Any) -> None:
     """The planner's archive call is refused (its plan in the same answer is used) and the
     engine archives on its behalf, so the next turn is the executor's."""
     review = Reply(tool_calls=[archive(v, turns_value), plan(v).tool_calls[0]])
@@ -600,7 +600,7 @@ SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"  # an OpenAI-style key 
 
 
 @pytest.mark.parametrize("v", [V002, V003], ids=["002", "003"])
-def test_executor_actions_go_through_the_runs_safety_policy(tmp_path: Path, v: Variant) -> None:
+def test_executor_actions_go_through_the_runs_safety_policy(tmp_path: Path, v: TeamVariant) -> None:
     """Team mode uses the loop's tools, so the default SafetyGuard checks every executor
     action: denied ones reach the executor as policy_denied errors and never the desktop."""
     executor = [

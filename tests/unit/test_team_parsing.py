@@ -10,7 +10,23 @@ import pytest
 from deskpilot._errors import ConfigError
 from deskpilot.agent._toolcalls import ToolCall, parse_arguments
 from deskpilot.agent._tools import ToolError
-from deskpilot.agent.team import VARIANTS, Coordinate, parse_call, resolve_variant, seed002, seed003
+from deskpilot.agent.team import (
+    COMMANDER_OPERATOR,
+    PLANNER_EXECUTOR,
+    VARIANTS,
+    ArchiveArgs,
+    CompletionArgs,
+    Coordinate,
+    DragArgs,
+    KeyArgs,
+    PlanArgs,
+    PointerArgs,
+    ProgressArgs,
+    ScrollArgs,
+    TextArgs,
+    parse_call,
+    resolve_variant,
+)
 from deskpilot.agent.team._common import EXECUTOR_KINDS, PLANNER_KINDS, read_coordinate, read_turns
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import validate_chat_request
@@ -114,33 +130,31 @@ def test_schemas_pass_strict_server_validation(variant: Any) -> None:
         assert problems == []
 
 
-def test_dataclasses_are_frozen_with_seed_fields() -> None:
+def test_variants_are_the_seeds_by_name() -> None:
+    assert (COMMANDER_OPERATOR, PLANNER_EXECUTOR) == (V002, V003)
+    assert V002.planner_prompt.startswith("IDENTITY: You are the TEAM LEADER")
+    assert V003.executor_prompt.startswith("You are a Computer Task Executor.")
+
+
+def test_argument_dataclasses_are_frozen_and_shared_by_both_variants() -> None:
+    # One shape per tool kind: the variants differ in the JSON names only (the schema tests above).
     expected = {
-        seed002.ClickArgs: ["justification", "label", "position"],
-        seed002.DragArgs: ["justification", "label", "start", "end"],
-        seed002.TypeTextArgs: ["justification", "text"],
-        seed002.PressKeyArgs: ["justification", "key"],
-        seed002.ScrollArgs: ["justification"],
-        seed002.ReportCompletionArgs: ["evidence"],
-        seed002.ReportProgressArgs: ["objective_id", "status", "evidence"],
-        seed002.CompressMemoryArgs: ["compression_summary", "loop_analysis", "archived_turns"],
-        seed002.SpawnOperatorArgs: ["operator_instructions", "rationale"],
-        seed003.ClickArgs: ["reasoning", "element_name", "position"],
-        seed003.DragArgs: ["reasoning", "element_name", "start", "end"],
-        seed003.TypeTextArgs: ["reasoning", "text"],
-        seed003.PressKeyArgs: ["reasoning", "key"],
-        seed003.ScrollArgs: ["reasoning"],
-        seed003.ReportCompletionArgs: ["evidence"],
-        seed003.ReportProgressArgs: ["goal_identifier", "completion_status", "evidence"],
-        seed003.ArchiveHistoryArgs: ["summary", "patterns_detected", "archived_turns"],
-        seed003.UpdatePlanArgs: ["instructions", "reasoning"],
+        PointerArgs: ["reason", "target", "position"],
+        DragArgs: ["reason", "target", "start", "end"],
+        TextArgs: ["reason", "text"],
+        KeyArgs: ["reason", "key"],
+        ScrollArgs: ["reason"],
+        CompletionArgs: ["evidence"],
+        ProgressArgs: ["goal", "state", "evidence"],
+        ArchiveArgs: ["summary", "patterns", "archived_turns"],
+        PlanArgs: ["instructions", "rationale"],
     }
     for cls, fields in expected.items():
         assert [f.name for f in dataclasses.fields(cls)] == fields
         assert cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
-    args = seed003.ClickArgs("why", "OK", Coordinate(1, 2))
+    args = PointerArgs("why", "OK", Coordinate(1, 2))
     with pytest.raises(dataclasses.FrozenInstanceError):
-        args.element_name = "x"  # type: ignore[misc]
+        args.target = "x"  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
@@ -234,23 +248,23 @@ def test_read_turns_refuses_what_is_not_turn_numbers(value: Any) -> None:
 def test_parse_call_builds_each_variant_dataclass() -> None:
     ex2, ex3 = V002.specs("executor"), V003.specs("executor")
     p = parse_call(call("click_element", {"justification": "open", "label": "OK", "position": [10, 20]}), ex2)
-    assert p.kind == "click" and p.args == seed002.ClickArgs("open", "OK", Coordinate(10, 20))
+    assert p.kind == "click" and p.args == PointerArgs("open", "OK", Coordinate(10, 20))
     assert (p.args.reason, p.args.target) == ("open", "OK")
     p = parse_call(call("drag_screen_element", {"reasoning": "r", "element_name": "slider", "start": [1, 2], "end": [3, 4]}), ex3)
-    assert p.args == seed003.DragArgs("r", "slider", Coordinate(1, 2), Coordinate(3, 4))
+    assert p.args == DragArgs("r", "slider", Coordinate(1, 2), Coordinate(3, 4))
     p = parse_call(call("type_text_input", {"reasoning": "r", "text": "  two spaces "}), ex3)
     assert p.args.text == "  two spaces "  # typed exactly
     p = parse_call(call("press_key", {"justification": "j", "key": ["ctrl", "s"]}), ex2)
-    assert p.args == seed002.PressKeyArgs("j", "ctrl+s")
+    assert p.args == KeyArgs("j", "ctrl+s")
     p = parse_call(call("report_goal_status", {"goal_identifier": "g1", "completion_status": "done", "evidence": "e"}), ex3)
     assert (p.args.goal, p.args.state, p.args.evidence) == ("g1", "DONE", "e")
     p = parse_call(call("report_progress", {"objective_id": "o", "status": "in progress", "evidence": "e"}), ex2)
     assert p.args.state == "IN_PROGRESS"
     p = parse_call(call("scroll_screen_down", {}), ex3)
-    assert p.args == seed003.ScrollArgs("")  # reasoning is asked for but never required
+    assert p.args == ScrollArgs("")  # reasoning is asked for but never required
     pl2, pl3 = V002.specs("planner"), V003.specs("planner")
     p = parse_call(call("compress_memory", {"compression_summary": "s", "loop_analysis": "none", "archived_turns": [2, 1]}), pl2)
-    assert p.args == seed002.CompressMemoryArgs("s", "none", (1, 2)) and p.args.summary == "s" and p.args.patterns == "none"
+    assert p.args == ArchiveArgs("s", "none", (1, 2)) and p.args.summary == "s" and p.args.patterns == "none"
     p = parse_call(call("update_execution_plan", {"instructions": "do x", "reasoning": "because"}), pl3)
     assert (p.args.instructions, p.args.rationale) == ("do x", "because")
     p = parse_call(call("spawn_operator", {"operator_instructions": "do y"}), pl2)

@@ -23,6 +23,7 @@ from deskpilot.agent.team import (
     Coordinate,
     ExecutionLog,
     LoopDetector,
+    PointerArgs,
     TeamSettings,
     TeamState,
     action_signature,
@@ -31,7 +32,6 @@ from deskpilot.agent.team import (
     recovery_actions,
     resolve_params,
     run_recovery,
-    seed003,
 )
 from deskpilot.agent.team._memory import clip
 from deskpilot.geometry import Mapping, Rect
@@ -191,7 +191,7 @@ def test_context_assembly_matches_the_seed_format() -> None:
     state.set_plan("short", "P" * 450)
     state.begin_turn(2)
     state.memory.add_action(
-        ActionRecord(2, "click_screen_element", seed003.ClickArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
+        ActionRecord(2, "click_screen_element", PointerArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
     )
     state.begin_turn(3)
     context = state.get_context()
@@ -398,3 +398,25 @@ def test_task_prompt_on_a_real_terminal(typed: bytes, expected: str) -> None:
     os.waitpid(pid, 0)
     os.close(fd)
     assert expected in out.decode("utf-8", "replace")
+
+
+def test_unset_team_settings_are_none_and_the_old_0_and_minus_1_still_mean_unset(tmp_path: Path) -> None:
+    default = config()
+    team = default.section(TeamSettings)
+    unset = ("review_interval", "compression_threshold", "max_steps", "planner_temperature",
+             "planner_max_tokens", "executor_temperature", "executor_max_tokens", "turn_delay")
+    assert all(getattr(team, key) is None for key in unset)
+    assert default.as_dict()["team"]["planner_temperature"] is None  # run.json records null
+    old = {"team.review_interval": 0, "team.max_steps": 0, "team.planner_temperature": -1.0,
+           "team.executor_max_tokens": 0, "team.turn_delay": -1.0}
+    assert resolve_params(config(**old)) == resolve_params(default)
+    file = tmp_path / "deskpilot.toml"
+    file.write_text("[team]\nplanner_temperature = -1\nmax_steps = 0\n")
+    from_file = load_config(env={"TEAM_TURN_DELAY": "-1", "TEAM_EXECUTOR_TEMPERATURE": ""}, path=file, search_default=False)
+    assert resolve_params(from_file) == resolve_params(default)
+    assert from_file.sources["team.planner_temperature"].startswith("config file")  # given, as unset
+    # A value between the old sentinel and the new minimum is an error, not "unset".
+    with pytest.raises(ConfigError, match="below the minimum"):
+        config(**{"team.planner_temperature": -0.5})
+    with pytest.raises(ConfigError, match="below the minimum"):
+        config(**{"team.turn_delay": -2.0})

@@ -84,16 +84,23 @@ def setting(
     minimum: float | None = None,
     maximum: float | None = None,
     aliases: Mapping[str, str] | None = None,
+    legacy_unset: tuple[float, ...] = (),
 ) -> Any:
     """A dataclass field with the metadata the loader needs (env names, bounds, choices).
 
     ``aliases`` maps other accepted spellings to a choice (a user-facing name to the
-    value the run records keep, e.g. ``element`` -> ``seed000``)."""
+    value the run records keep, e.g. ``element`` -> ``seed000``).
+
+    A setting typed ``X | None`` with default ``None`` means "not set: another setting
+    decides" (the team's temperatures follow the variant); an empty value (``""`` or
+    ``none`` from a flag or the environment) sets it back to ``None``. ``legacy_unset``
+    lists the numbers that meant the same before (``0`` or ``-1``): older configs and the
+    ``run.json`` of older runs still load, as ``None``."""
     names = (env,) if isinstance(env, str) else tuple(env)
     return field(
         default=default,
         metadata={"env": names, "help": help, "choices": choices, "min": minimum, "max": maximum,
-                  "aliases": dict(aliases or {})},
+                  "aliases": dict(aliases or {}), "legacy_unset": tuple(legacy_unset)},
     )
 
 
@@ -178,10 +185,12 @@ class LoopSettings:
     )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
     max_seconds: float = setting(0.0, env="AGENT_MAX_SECONDS", minimum=0.0, help="0 = no wall limit")
-    step_delay: float = setting(
-        -1.0,
+    step_delay: float | None = setting(
+        None,
         env="AGENT_STEP_DELAY",
-        help="fixed sleep after each step; default: 0 with adaptive settle, 0.4 s with --settle fixed",
+        minimum=0.0,
+        legacy_unset=(-1.0,),
+        help="fixed sleep after each step; unset: 0 with adaptive settle, 0.4 s with --settle fixed",
     )
     settle: str = setting("adaptive", env="AGENT_SETTLE", choices=("adaptive", "fixed", "none"))
     settle_min: float = setting(0.0, env="AGENT_SETTLE_MIN", minimum=0.0)
@@ -215,7 +224,7 @@ class LoopSettings:
     @property
     def effective_step_delay(self) -> float:
         """The seed's 0.4 s under ``settle = "fixed"``, else 0, unless set explicitly."""
-        if self.step_delay >= 0:
+        if self.step_delay is not None:
             return self.step_delay
         return 0.4 if self.settle == "fixed" else 0.0
 
@@ -337,9 +346,13 @@ def _base_type(annotation: Any) -> Any:
     return annotation
 
 
+def _optional(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(None) in typing.get_args(annotation)
+
+
 def _coerce(value: Any, annotation: Any, where: str) -> Any:
     kind = _base_type(annotation)
-    if value is None and typing.get_origin(annotation) in (typing.Union, types.UnionType):
+    if _optional(annotation) and (value is None or (isinstance(value, str) and value.strip().lower() in ("", "none"))):
         return None
     from_text = isinstance(value, str)
     if kind is bool:
@@ -376,6 +389,14 @@ def _coerce(value: Any, annotation: Any, where: str) -> Any:
             raise ConfigError(f"{where}: expected a string, got {type(value).__name__}", where=where)
         return str(value)
     return value  # pragma: no cover - sections use str/int/float/bool only
+
+
+def unset_legacy(meta: Mapping[str, Any], value: Any) -> Any:
+    """``None`` for a number that meant "not set" before the setting became optional (a
+    flag, variable or file value, or an older run's ``run.json``); ``value`` otherwise."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value in meta.get("legacy_unset", ()):
+        return None
+    return value
 
 
 def _check(value: Any, meta: Mapping[str, Any], where: str) -> None:
@@ -451,7 +472,7 @@ def _build_section(
         if raw is _MISSING:
             sources[dotted] = "default"
             continue
-        value = _coerce(raw, hints[fname], where)
+        value = unset_legacy(meta, _coerce(raw, hints[fname], where))
         if isinstance(value, str):
             value = (meta.get("aliases") or {}).get(value, value)
         _check(value, meta, where)

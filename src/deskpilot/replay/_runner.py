@@ -167,6 +167,8 @@ def _flags_from_recording(recording: Recording, notes: list[str]) -> dict[str, A
                 value = recovered
             elif secretish and value == "" and types[key] in (int, float):
                 value = 0  # run.json masks falsy secret-like values as ""
+            # Older runs recorded unset settings as 0 / -1.0 (team.max_steps, agent.step_delay,
+            # ...): load_config reads those numbers as None (setting(legacy_unset=...)).
             flags[f"{section}.{key}"] = value
     return flags
 

@@ -12,51 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deskpilot.agent._prompts import SECURITY_NOTE
+from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt
 from deskpilot.agent.stateless._protocol import Action, Rejection
 
 __all__ = ["denied_text", "system_prompt", "user_text"]
 
 _DENIED = "refused by policy"
 
-_BASE = """\
-You operate a computer through screenshots. You have no memory between turns: each turn you get \
-these instructions, the observation you wrote last turn and one screenshot taken after your last \
-actions ran.
-
-TASK: {task}
-
-Answer every turn with exactly ONE JSON object and nothing else (no prose, no code fence):
-{{"observation": "...", "bboxes": [...], "actions": [...]}}
-
-- "observation": your story in a few sentences: what you see now, what your last actions did, \
-what is left to do and what you do next. It is your only memory: you get it back next turn.
-- "bboxes": up to {max_bboxes} regions you want to watch, each {{"x1": .., "y1": .., "x2": .., \
-"y2": .., "label": "..."}}{bbox_note}.
-- "actions": up to {max_actions} actions, run in order:
-  {{"name": "move", "x1": .., "y1": ..}}            move the pointer
-  {{"name": "click", "x1": .., "y1": ..}}           left click (also "right_click", "double_click")
-  {{"name": "drag", "x1": .., "y1": .., "x2": .., "y2": ..}}   press at (x1, y1), release at (x2, y2)
-  {{"name": "scroll", "x1": .., "y1": .., "direction": "down", "amount": 3}}   up/down/left/right
-  {{"name": "type", "text": "..."}}                 type text at the keyboard focus
-  {{"name": "key", "keys": "ctrl+s"}}               press a key or combination (enter, tab, esc, ...)
-  {{"name": "done"}}                                the task is complete (say so in the observation)
-
-Coordinates are integers 0..1000 over the screenshot: (0, 0) is the top-left corner, \
-(1000, 1000) the bottom-right corner, (500, 500) the centre. Click the centre of what you target.
-
-{security}
-{overlays}"""
-
-_OVERLAYS = """
-The screenshot carries feedback drawn by the system, not part of the screen:
-- orange heat marks where your actions of the last turn ran{trail}; rings mark pointer actions, a \
-line a drag, and each label gives the action's number, name and coordinates; keyboard actions \
-are listed at the bottom left. Actions that were refused or skipped are not drawn.
-- blue boxes are the bboxes you gave last turn.
-Use it: if the heat shows you already acted somewhere and the screen did not change as you \
-wanted, do something different instead of repeating it.
-"""
+# The texts are package data (prompts/stateless_*.txt, str.format templates: {{ }} is a brace).
+_BASE = load_prompt("stateless_system")
+_OVERLAYS = load_prompt("stateless_overlays")
 
 
 def system_prompt(

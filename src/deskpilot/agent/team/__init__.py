@@ -6,15 +6,27 @@ memory. The executor (seed 002's operator) gets exactly one screenshot per turn 
 makes one tool call. ``deskpilot run --mode team --variant 002|003 "task"``.
 
 The mode registers as ``team`` through :data:`MODE` (a
-:class:`deskpilot.agent._modes.ModeSpec`); the seed-specific argument dataclasses live
-in :mod:`seed002 <deskpilot.agent.team._seed002>` and
-:mod:`seed003 <deskpilot.agent.team._seed003>`.
+:class:`deskpilot.agent._modes.ModeSpec`). One engine runs both variants; what differs
+(names, tool wording, prompt files, defaults) is data: :class:`TeamVariant`
+(:data:`COMMANDER_OPERATOR` is seed 002, :data:`PLANNER_EXECUTOR` seed 003). A parsed tool
+call is one of the shared argument dataclasses (:class:`PointerArgs`, :class:`PlanArgs`, ...).
 """
 
 from deskpilot.agent._ask import ask_for_task
-from deskpilot.agent.team import _seed002 as seed002
-from deskpilot.agent.team import _seed003 as seed003
-from deskpilot.agent.team._common import Coordinate, ParsedCall, parse_call
+from deskpilot.agent.team._common import (
+    ArchiveArgs,
+    CompletionArgs,
+    Coordinate,
+    DragArgs,
+    KeyArgs,
+    ParsedCall,
+    PlanArgs,
+    PointerArgs,
+    ProgressArgs,
+    ScrollArgs,
+    TextArgs,
+    parse_call,
+)
 from deskpilot.agent.team._engine import MODE, TeamMode
 from deskpilot.agent.team._execlog import ExecutionLog
 from deskpilot.agent.team._memory import ActionRecord, AgentMemory
@@ -26,22 +38,39 @@ from deskpilot.agent.team._recovery import (
 )
 from deskpilot.agent.team._settings import TeamParams, TeamSettings, resolve_params
 from deskpilot.agent.team._state import TeamState
-from deskpilot.agent.team._variants import VARIANTS, Variant, resolve_variant
+from deskpilot.agent.team._variants import (
+    COMMANDER_OPERATOR,
+    PLANNER_EXECUTOR,
+    VARIANTS,
+    TeamVariant,
+    resolve_variant,
+)
 
 __all__ = [
+    "COMMANDER_OPERATOR",
     "MODE",
+    "PLANNER_EXECUTOR",
     "VARIANTS",
     "ActionRecord",
     "AgentMemory",
+    "ArchiveArgs",
+    "CompletionArgs",
     "Coordinate",
+    "DragArgs",
     "ExecutionLog",
+    "KeyArgs",
     "LoopDetector",
     "ParsedCall",
+    "PlanArgs",
+    "PointerArgs",
+    "ProgressArgs",
+    "ScrollArgs",
     "TeamMode",
     "TeamParams",
     "TeamSettings",
     "TeamState",
-    "Variant",
+    "TeamVariant",
+    "TextArgs",
     "action_signature",
     "ask_for_task",
     "parse_call",
@@ -49,6 +78,4 @@ __all__ = [
     "resolve_params",
     "resolve_variant",
     "run_recovery",
-    "seed002",
-    "seed003",
 ]

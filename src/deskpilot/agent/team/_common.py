@@ -1,10 +1,9 @@
 """Pieces both team variants share: coordinates, tool specs, argument readers, call parsing.
 
 Seeds 002 and 003 describe the same design with different names (commander/operator
-vs planner/executor, ``justification``/``label`` vs ``reasoning``/``element_name``).
-Each variant module defines its own frozen argument dataclasses with the seed's field
-names; they all expose the same read-only accessors (``reason``, ``target``,
-``instructions``, ...) so the engine handles both variants with one code path.
+vs planner/executor, ``justification``/``label`` vs ``reasoning``/``element_name``). The
+names are data (:mod:`~deskpilot.agent.team._variants`); a parsed call is one of the
+argument dataclasses below whatever the variant, so the engine has one code path.
 
 Parsing never crashes on model output: every problem becomes a
 :class:`~deskpilot.agent._tools.ToolError` whose ``kind`` is the seeds' error vocabulary
@@ -19,7 +18,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from deskpilot._errors import InvalidBoxError, UnknownKeyError
 from deskpilot.agent._toolcalls import ToolCall
@@ -35,7 +34,7 @@ __all__ = [
     "ArchiveArgs",
     "CompletionArgs",
     "Coordinate",
-    "DragLike",
+    "DragArgs",
     "KeyArgs",
     "Kind",
     "ParsedCall",
@@ -43,6 +42,7 @@ __all__ = [
     "PointerArgs",
     "ProgressArgs",
     "Role",
+    "ScrollArgs",
     "TextArgs",
     "ToolSpec",
     "parse_call",
@@ -119,73 +119,71 @@ class Coordinate:
         return f"({self.x}, {self.y})"
 
 
-# ---------------------------------------------------------------------- accessor protocols
-# The engine reads arguments through these; each variant's dataclasses satisfy them
-# with their own field names (plus read-only properties for the differing ones).
+# ---------------------------------------------------------------------- arguments
+# One frozen dataclass per tool kind, the same for every variant: a variant only names the
+# JSON arguments differently (``justification`` or ``reasoning``; see
+# :class:`~deskpilot.agent.team._tool_specs.ArgumentNames`), the engine reads these fields.
 
 
-class PointerArgs(Protocol):
-    @property
-    def reason(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def position(self) -> Coordinate: ...
+@dataclass(frozen=True, slots=True)
+class PointerArgs:
+    """click, double_click, right_click: the element and where it is."""
+
+    reason: str
+    target: str
+    position: Coordinate
 
 
-class DragLike(Protocol):
-    @property
-    def reason(self) -> str: ...
-    @property
-    def target(self) -> str: ...
-    @property
-    def start(self) -> Coordinate: ...
-    @property
-    def end(self) -> Coordinate: ...
+@dataclass(frozen=True, slots=True)
+class DragArgs:
+    reason: str
+    target: str
+    start: Coordinate
+    end: Coordinate
 
 
-class TextArgs(Protocol):
-    @property
-    def reason(self) -> str: ...
-    @property
-    def text(self) -> str: ...
+@dataclass(frozen=True, slots=True)
+class TextArgs:
+    reason: str
+    text: str
 
 
-class KeyArgs(Protocol):
-    @property
-    def reason(self) -> str: ...
-    @property
-    def key(self) -> str: ...
+@dataclass(frozen=True, slots=True)
+class KeyArgs:
+    reason: str
+    key: str
 
 
-class ProgressArgs(Protocol):
-    @property
-    def goal(self) -> str: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def evidence(self) -> str: ...
+@dataclass(frozen=True, slots=True)
+class ScrollArgs:
+    reason: str
 
 
-class CompletionArgs(Protocol):
-    @property
-    def evidence(self) -> str: ...
+@dataclass(frozen=True, slots=True)
+class ProgressArgs:
+    """A goal's status report; ``state`` is upper case with underscores (``IN_PROGRESS``)."""
+
+    goal: str
+    state: str
+    evidence: str
 
 
-class PlanArgs(Protocol):
-    @property
-    def instructions(self) -> str: ...
-    @property
-    def rationale(self) -> str: ...
+@dataclass(frozen=True, slots=True)
+class CompletionArgs:
+    evidence: str
 
 
-class ArchiveArgs(Protocol):
-    @property
-    def summary(self) -> str: ...
-    @property
-    def patterns(self) -> str: ...
-    @property
-    def archived_turns(self) -> tuple[int, ...]: ...
+@dataclass(frozen=True, slots=True)
+class PlanArgs:
+    instructions: str
+    rationale: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveArgs:
+    summary: str
+    patterns: str
+    archived_turns: tuple[int, ...]
 
 
 # ---------------------------------------------------------------------- argument readers

@@ -1,8 +1,8 @@
 """``[team]`` settings and the parameters a run uses once the variant's defaults apply.
 
-Every numeric setting defaults to "the variant's value" (0 or -1 below), so
-``--variant 002`` alone gives seed 002's numbers and any single value can still be
-overridden by flag, environment (``TEAM_*``), or the TOML file::
+Every numeric setting the variants tune is unset (``None``) by default: "the variant's
+value", so ``--variant 002`` alone gives seed 002's numbers and any single value can still
+be overridden by flag, environment (``TEAM_*``), or the TOML file::
 
     [team]
     variant = "002"          # or "commander", "planner/executor", ...
@@ -12,17 +12,24 @@ overridden by flag, environment (``TEAM_*``), or the TOML file::
 Where a core setting was given explicitly it is honoured too: ``agent.max_steps``
 (``--max-steps``, AGENT_MAX_STEPS) caps the turns, and ``model.temperature`` /
 ``model.max_tokens`` (LMSTUDIO_TEMPERATURE / LMSTUDIO_MAX_TOKENS, the seeds' operator
-values) set the executor's.
+values) set the executor's. :func:`resolve_params` is the one place that decides.
+
+Older configs and runs wrote "unset" as 0 (counts) or -1 (temperatures, the turn delay);
+the loader still reads those as ``None`` (``legacy_unset``), and new ``run.json`` files
+record ``null``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from deskpilot.agent._config import AgentConfig, setting
-from deskpilot.agent.team._variants import Variant, resolve_variant
+from deskpilot.agent.team._variants import TeamVariant, resolve_variant
 
 __all__ = ["TeamParams", "TeamSettings", "resolve_params"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,49 +41,63 @@ class TeamSettings:
         env="TEAM_VARIANT",
         help="planner/executor (003, default) or commander/operator (002); seed numbers and one role name work too",
     )
-    review_interval: int = setting(
-        0,
+    review_interval: int | None = setting(
+        None,
         env="TEAM_REVIEW_INTERVAL",
-        minimum=0,
-        help="planner review every N turns; 0 = variant default (5 / 7)",
+        minimum=1,
+        legacy_unset=(0,),
+        help="planner review every N turns; unset = the variant's (5 / 7)",
     )
-    compression_threshold: int = setting(
-        0,
+    compression_threshold: int | None = setting(
+        None,
         env="TEAM_COMPRESSION_THRESHOLD",
-        minimum=0,
-        help="active actions that trigger compression; 0 = variant default (8 / 12)",
+        minimum=1,
+        legacy_unset=(0,),
+        help="active actions that trigger compression; unset = the variant's (8 / 12)",
     )
-    max_steps: int = setting(
-        0,
+    max_steps: int | None = setting(
+        None,
         env="TEAM_MAX_STEPS",
-        minimum=0,
-        help="turns (model requests); 0 = variant default (30 / 50)",
+        minimum=1,
+        legacy_unset=(0,),
+        help="turns (model requests); unset = agent.max_steps when given, else the variant's (30 / 50)",
     )
-    planner_temperature: float = setting(
-        -1.0,
+    planner_temperature: float | None = setting(
+        None,
         env="TEAM_PLANNER_TEMPERATURE",
-        minimum=-1.0,
+        minimum=0.0,
         maximum=2.0,
-        help="-1 = variant default (0.35)",
+        legacy_unset=(-1.0,),
+        help="unset = the variant's (0.35)",
     )
-    planner_max_tokens: int = setting(
-        0, env="TEAM_PLANNER_MAX_TOKENS", minimum=0, help="0 = variant default (1200 / 1800)"
+    planner_max_tokens: int | None = setting(
+        None,
+        env="TEAM_PLANNER_MAX_TOKENS",
+        minimum=1,
+        legacy_unset=(0,),
+        help="unset = the variant's (1200 / 1800)",
     )
-    executor_temperature: float = setting(
-        -1.0,
+    executor_temperature: float | None = setting(
+        None,
         env="TEAM_EXECUTOR_TEMPERATURE",
-        minimum=-1.0,
+        minimum=0.0,
         maximum=2.0,
-        help="-1 = variant default (0.5)",
+        legacy_unset=(-1.0,),
+        help="unset = model.temperature when given, else the variant's (0.5)",
     )
-    executor_max_tokens: int = setting(
-        0, env="TEAM_EXECUTOR_MAX_TOKENS", minimum=0, help="0 = variant default (1024 / 1400)"
+    executor_max_tokens: int | None = setting(
+        None,
+        env="TEAM_EXECUTOR_MAX_TOKENS",
+        minimum=1,
+        legacy_unset=(0,),
+        help="unset = model.max_tokens when given, else the variant's (1024 / 1400)",
     )
-    turn_delay: float = setting(
-        -1.0,
+    turn_delay: float | None = setting(
+        None,
         env="TEAM_TURN_DELAY",
-        minimum=-1.0,
-        help="seconds slept after every turn; -1 = none with adaptive settle, the seeds' 1.5 s with agent.settle=fixed",
+        minimum=0.0,
+        legacy_unset=(-1.0,),
+        help="seconds slept after every turn; unset = none with adaptive settle, the seeds' 1.5 s with agent.settle=fixed",
     )
     loop_repeats: int = setting(
         3,
@@ -113,7 +134,7 @@ class TeamSettings:
 class TeamParams:
     """The numbers one team run uses (settings resolved against the variant)."""
 
-    variant: Variant
+    variant: TeamVariant
     review_interval: int
     compression_threshold: int
     max_steps: int
@@ -158,44 +179,40 @@ def _explicit(config: AgentConfig, key: str) -> bool:
     return config.sources.get(key, "default") != "default"
 
 
+def _first(*values: T | None, default: T) -> T:
+    return next((value for value in values if value is not None), default)
+
+
 def resolve_params(config: AgentConfig, settings: TeamSettings | None = None) -> TeamParams:
-    """Apply the variant's defaults to every setting left at "variant default"."""
+    """The numbers of one team run: each unset team setting takes the core setting it
+    follows (when that was given explicitly), else the variant's value."""
     team = settings if settings is not None else _team_settings(config)
     v = resolve_variant(team.variant)
-    if team.max_steps > 0:
-        max_steps = team.max_steps
-    elif _explicit(config, "agent.max_steps"):
-        max_steps = config.agent.max_steps
-    else:
-        max_steps = v.max_steps
-    if team.executor_temperature >= 0:
-        executor_temperature = team.executor_temperature
-    elif _explicit(config, "model.temperature"):
-        executor_temperature = config.model.temperature
-    else:
-        executor_temperature = v.executor_temperature
-    if team.executor_max_tokens > 0:
-        executor_max_tokens = team.executor_max_tokens
-    elif _explicit(config, "model.max_tokens"):
-        executor_max_tokens = config.model.max_tokens
-    else:
-        executor_max_tokens = v.executor_max_tokens
-    if team.turn_delay >= 0:
-        turn_delay = team.turn_delay
-    else:
-        turn_delay = v.turn_delay_s if config.agent.settle == "fixed" else 0.0
+
+    def given(key: str, value: T) -> T | None:
+        return value if _explicit(config, key) else None
+
+    seeds_delay = v.turn_delay_s if config.agent.settle == "fixed" else 0.0
     return TeamParams(
         variant=v,
-        review_interval=team.review_interval or v.review_interval,
-        compression_threshold=team.compression_threshold or v.compression_threshold,
-        max_steps=max_steps,
-        planner_temperature=team.planner_temperature
-        if team.planner_temperature >= 0
-        else v.planner_temperature,
-        planner_max_tokens=team.planner_max_tokens or v.planner_max_tokens,
-        executor_temperature=executor_temperature,
-        executor_max_tokens=executor_max_tokens,
-        turn_delay=turn_delay,
+        review_interval=_first(team.review_interval, default=v.review_interval),
+        compression_threshold=_first(team.compression_threshold, default=v.compression_threshold),
+        max_steps=_first(
+            team.max_steps, given("agent.max_steps", config.agent.max_steps), default=v.max_steps
+        ),
+        planner_temperature=_first(team.planner_temperature, default=v.planner_temperature),
+        planner_max_tokens=_first(team.planner_max_tokens, default=v.planner_max_tokens),
+        executor_temperature=_first(
+            team.executor_temperature,
+            given("model.temperature", config.model.temperature),
+            default=v.executor_temperature,
+        ),
+        executor_max_tokens=_first(
+            team.executor_max_tokens,
+            given("model.max_tokens", config.model.max_tokens),
+            default=v.executor_max_tokens,
+        ),
+        turn_delay=_first(team.turn_delay, default=seeds_delay),
         loop_repeats=team.loop_repeats,
         loop_recovery=team.loop_recovery,
         loop_recovery_cooldown=team.loop_recovery_cooldown,

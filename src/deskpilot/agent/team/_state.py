@@ -25,7 +25,7 @@ from typing import Any
 
 from deskpilot.agent.team._common import Role
 from deskpilot.agent.team._memory import ActionRecord, AgentMemory, clip
-from deskpilot.agent.team._variants import Variant
+from deskpilot.agent.team._variants import TeamVariant
 
 __all__ = ["REASONS", "Switch", "TeamState", "describe_action"]
 
@@ -59,7 +59,7 @@ class TeamState:
     """The seeds' ``AgentState`` (screenshot and screen size live in the session)."""
 
     task: str
-    variant: Variant
+    variant: TeamVariant
     review_interval: int
     memory: AgentMemory
     turn: int = 0

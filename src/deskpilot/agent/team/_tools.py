@@ -30,14 +30,14 @@ from deskpilot.agent._tools import (
 )
 from deskpilot.agent.team._common import (
     CompletionArgs,
-    DragLike,
+    DragArgs,
     KeyArgs,
     PointerArgs,
     ProgressArgs,
     TextArgs,
     ToolSpec,
 )
-from deskpilot.agent.team._variants import Variant
+from deskpilot.agent.team._variants import TeamVariant
 
 __all__ = ["INSUFFICIENT_EVIDENCE", "evidence_length", "executor_toolset"]
 
@@ -80,7 +80,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
         drag = drag_tool(spec.name)
 
         async def run_drag(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-            parsed = cast(DragLike, spec.parse(args))
+            parsed = cast(DragArgs, spec.parse(args))
             outcome = await drag.run(
                 ctx,
                 {
@@ -154,7 +154,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
     raise ValueError(f"{spec.name}: {kind!r} is not an executor tool kind")
 
 
-def executor_toolset(variant: Variant, *, min_evidence: int = 100) -> ToolSet:
+def executor_toolset(variant: TeamVariant, *, min_evidence: int = 100) -> ToolSet:
     """The executor's tools of ``variant`` for :meth:`Session.act`."""
     tools = []
     for spec in variant.executor_tools:
