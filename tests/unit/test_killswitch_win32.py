@@ -1,6 +1,6 @@
 """The Windows parts (foreground window, cursor polling, RegisterHotKey) against recorded
-fakes of user32/kernel32 behind the checked prototypes of :mod:`deskpilot._win32`, plus
-the layouts of the structures they fill."""
+fakes of user32/kernel32 behind the checked prototypes of :mod:`deskpilot._win32` (the
+layout of MSG is checked with the other structures in test_win32_structs.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from win32_fakes import FakeDLL, target
 from deskpilot._errors import InputError, PlatformError
 from deskpilot._win32 import PROTOTYPES, Check, Library
 from deskpilot._win32 import _constants as c
-from deskpilot._win32._structs import MSG, POINT
 from deskpilot._win32._types import utf16_buffer, utf16_text
 from deskpilot.safety import KillSwitch, Win32WatchBackend, Win32WindowReader, WindowInfo
 
@@ -139,15 +138,7 @@ def backend(user32: FakeUser32) -> Win32WatchBackend:
     return Win32WatchBackend(user32.library(), FakeKernel32().library())
 
 
-# ------------------------------------------------------------------- layouts
-
-
-def test_structures_have_their_windows_layout() -> None:
-    assert ctypes.sizeof(POINT) == 8
-    if ctypes.sizeof(ctypes.c_void_p) == 8:
-        assert ctypes.sizeof(MSG) == 48
-        assert MSG.message.offset == 8 and MSG.wParam.offset == 16
-        assert MSG.lParam.offset == 24 and MSG.time.offset == 32 and MSG.pt.offset == 36
+# ------------------------------------------------------------------- declarations
 
 
 def test_every_call_of_the_safety_layer_is_declared_once_and_checked() -> None:

@@ -270,7 +270,7 @@ class MSG(ctypes.Structure):
         ("lParam", LPARAM),
         ("time", DWORD),
         ("pt", POINT),
-        ("lPrivate", DWORD),
+        # (lPrivate exists only in the _MAC build of winuser.h.)
     ]
     hwnd: int | None
     message: int
@@ -278,4 +278,3 @@ class MSG(ctypes.Structure):
     lParam: int
     time: int
     pt: POINT
-    lPrivate: int
