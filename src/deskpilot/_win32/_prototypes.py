@@ -132,8 +132,10 @@ USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     "GetCursorInfo": Prototype((ctypes.POINTER(CURSORINFO),), BOOL, _NONZERO, CaptureError),
     "GetCursorPos": Prototype((ctypes.POINTER(POINT),), BOOL, _NONZERO, InputError),
     "GetDC": Prototype((HWND,), HDC, _NONZERO, CaptureError),
-    # Windows 10 1803+; returns NULL for an invalid process handle.
-    "GetDpiAwarenessContextForProcess": Prototype((PROCESS_HANDLE,), DPI_AWARENESS_CONTEXT),
+    # Windows 10 1803+; NULL means failure (an invalid process handle).
+    "GetDpiAwarenessContextForProcess": Prototype(
+        (PROCESS_HANDLE,), DPI_AWARENESS_CONTEXT, _NONZERO, PlatformError
+    ),
     # NULL is an answer, not a failure: no window is in the foreground while activation
     # moves between windows or the desktop is locked.
     "GetForegroundWindow": Prototype((), HWND),

@@ -1,9 +1,10 @@
-"""Thin ctypes layer over libX11, libXtst and libXfixes (importable without a display).
+"""Thin ctypes layer over libX11, libXtst, libXfixes and libXdamage (importable without a display).
 
 deskpilot's only X11 binding: one prototype table (:mod:`._lib`), one connection class
 (:class:`XDisplay`) and the process's only X error handler (:mod:`._error_handler`).
-Used by the XTest input backend, the mss capture backend (XFixes cursor, DAMAGE) and
-the kill switch and active-window reader of :mod:`deskpilot.safety`.
+Used by the XTest input backend, the mss capture backend (XFixes cursor), the DAMAGE
+watcher of the settle loop, and the kill switch and active-window reader of
+:mod:`deskpilot.safety`.
 """
 
 from deskpilot._x11._display import XDisplay
