@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from deskpilot._x11 import XDisplay as Connection
 from deskpilot.safety import KillSwitch, X11WatchBackend, X11WindowReader
-from deskpilot.safety._x11 import Connection
 
 pytestmark = pytest.mark.x11
 

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from deskpilot._x11 import XDisplay as Connection
 from deskpilot.agent import load_summary, validate_run_dir
-from deskpilot.safety._x11 import Connection
 
 pytestmark = pytest.mark.x11
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from deskpilot._x11 import XDisplay as Connection
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.safety import KillSwitch
-from deskpilot.safety._x11 import Connection
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 
 pytestmark = pytest.mark.x11

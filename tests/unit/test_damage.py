@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from deskpilot._errors import PlatformError
-from deskpilot._x11._damage import DAMAGE_FUNCTIONS, REPORT_BOUNDING_BOX, DamageWatcher, XEvent
+from deskpilot._x11._damage import DAMAGE_FUNCTIONS, REPORT_BOUNDING_BOX, DamageWatcher
+from deskpilot._x11._lib import CFUNCTIONS, XEvent
 from deskpilot.agent._settle import SettlePolicy, settle_on_damage
 
 EVENT_BASE = 91
@@ -84,7 +85,7 @@ class FakeLib:
 
 def test_prototype_table_is_sorted_and_names_its_libraries() -> None:
     assert list(DAMAGE_FUNCTIONS) == sorted(DAMAGE_FUNCTIONS)
-    assert {lib for lib, _, _ in DAMAGE_FUNCTIONS.values()} == {"X11", "Xdamage"}
+    assert {CFUNCTIONS[name][0] for name in DAMAGE_FUNCTIONS} == {"X11", "Xdamage"}
     assert set(DAMAGE_FUNCTIONS) == {n for n in dir(FakeLib) if n.startswith("X")}
 
 

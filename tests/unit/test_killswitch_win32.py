@@ -1,22 +1,30 @@
 """The Windows parts (foreground window, cursor polling, RegisterHotKey) against recorded
-fakes of user32/kernel32, plus the layouts of the structures they fill."""
+fakes of user32/kernel32 behind the checked prototypes of :mod:`deskpilot._win32` (the
+layout of MSG is checked with the other structures in test_win32_structs.py)."""
 
 from __future__ import annotations
 
 import ctypes
+import logging
 import sys
 import time
 from typing import Any
 
 import pytest
+from win32_fakes import FakeDLL, target
 
-from deskpilot._errors import PlatformError
-from deskpilot.safety import KillSwitch, Win32WatchBackend, Win32WindowReader, WindowInfo, _win32
+from deskpilot._errors import InputError, PlatformError
+from deskpilot._win32 import PROTOTYPES, Check, Library
+from deskpilot._win32 import _constants as c
+from deskpilot._win32._types import utf16_buffer, utf16_text
+from deskpilot.safety import KillSwitch, Win32WatchBackend, Win32WindowReader, WindowInfo
 
-
-def _target(ref: Any) -> Any:
-    """The object a ctypes.byref() points at (what the real DLL would write into)."""
-    return ref._obj
+#: What the safety layer calls in user32 and kernel32.
+USER32_CALLS = (
+    "GetClassNameW", "GetCursorPos", "GetForegroundWindow", "GetSystemMetrics", "GetWindowTextLengthW",
+    "GetWindowTextW", "GetWindowThreadProcessId", "MsgWaitForMultipleObjects", "PeekMessageW",
+    "RegisterHotKey", "UnregisterHotKey",
+)
 
 
 class FakeUser32:
@@ -26,15 +34,26 @@ class FakeUser32:
                  pid: int = 4242) -> None:
         self.hwnd, self.title, self.cls, self.pid = hwnd, title, cls, pid
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.cursor = (500, 400)
+        self.cursor: tuple[int, int] | None = (500, 400)
         self.messages: list[tuple[int, int]] = []  # (message, wParam) waiting in the queue
         self.registered: dict[int, tuple[int, int]] = {}
         self.refuse_hotkeys = False
-        self.metrics = {_win32.SM_XVIRTUALSCREEN: -1920, _win32.SM_YVIRTUALSCREEN: 0,
-                        _win32.SM_CXVIRTUALSCREEN: 3840, _win32.SM_CYVIRTUALSCREEN: 1080}
+        self.window_closed = False  # the window closes once GetForegroundWindow returned it
+        self.wait_fails = False
+        self.metrics = {c.SM_XVIRTUALSCREEN: -1920, c.SM_YVIRTUALSCREEN: 0,
+                        c.SM_CXVIRTUALSCREEN: 3840, c.SM_CYVIRTUALSCREEN: 1080}
+        self.dll = FakeDLL("user32", [], {name: getattr(self, name) for name in USER32_CALLS})
+
+    def library(self) -> Library:
+        """user32 as the product sees it: the fake behind the real prototype table."""
+        return Library("user32", PROTOTYPES["user32"], dll=self.dll, last_error=self.dll.get_last_error)
 
     def _rec(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
+
+    def _fail(self, code: int) -> int:
+        self.dll.last_error = code
+        return 0
 
     @staticmethod
     def _copy(text: str, buf: Any, size: int) -> int:
@@ -50,7 +69,7 @@ class FakeUser32:
 
     def GetWindowTextLengthW(self, hwnd: int) -> int:
         self._rec("GetWindowTextLengthW", hwnd)
-        return len(self.title.encode("utf-16-le")) // 2
+        return 0 if self.window_closed else len(self.title.encode("utf-16-le")) // 2
 
     def GetWindowTextW(self, hwnd: int, buf: Any, size: int) -> int:
         self._rec("GetWindowTextW", hwnd, size)
@@ -58,15 +77,19 @@ class FakeUser32:
 
     def GetClassNameW(self, hwnd: int, buf: Any, size: int) -> int:
         self._rec("GetClassNameW", hwnd, size)
+        if self.window_closed:
+            return self._fail(1400)  # ERROR_INVALID_WINDOW_HANDLE
         return self._copy(self.cls, buf, size)
 
     def GetWindowThreadProcessId(self, hwnd: int, pid_ref: Any) -> int:
         self._rec("GetWindowThreadProcessId", hwnd)
-        _target(pid_ref).value = self.pid
+        target(pid_ref).value = self.pid
         return 77
 
     def GetCursorPos(self, point_ref: Any) -> int:
-        point = _target(point_ref)
+        if self.cursor is None:
+            return self._fail(c.ERROR_ACCESS_DENIED)  # no interactive desktop
+        point = target(point_ref)
         point.x, point.y = self.cursor
         return 1
 
@@ -76,62 +99,70 @@ class FakeUser32:
     def RegisterHotKey(self, hwnd: Any, hotkey_id: int, mods: int, vk: int) -> int:
         self._rec("RegisterHotKey", hwnd, hotkey_id, mods, vk)
         if self.refuse_hotkeys:
-            return 0
+            return self._fail(c.ERROR_HOTKEY_ALREADY_REGISTERED)
         self.registered[hotkey_id] = (mods, vk)
         return 1
 
     def UnregisterHotKey(self, hwnd: Any, hotkey_id: int) -> int:
         self._rec("UnregisterHotKey", hwnd, hotkey_id)
-        return int(self.registered.pop(hotkey_id, None) is not None)
+        if self.registered.pop(hotkey_id, None) is None:
+            return self._fail(1419)  # ERROR_HOTKEY_NOT_REGISTERED
+        return 1
 
     def PeekMessageW(self, msg_ref: Any, hwnd: Any, lo: int, hi: int, remove: int) -> int:
-        assert remove == _win32.PM_REMOVE
+        assert remove == c.PM_REMOVE
         if not self.messages:
             return 0
-        msg = _target(msg_ref)
+        msg = target(msg_ref)
         msg.message, msg.wParam = self.messages.pop(0)
         return 1
 
     def MsgWaitForMultipleObjects(self, count: int, handles: Any, wait_all: int, ms: int, mask: int) -> int:
         self._rec("MsgWaitForMultipleObjects", count, ms, mask)
+        if self.wait_fails:
+            self._fail(6)  # ERROR_INVALID_HANDLE
+            return c.WAIT_FAILED
         time.sleep(ms / 1000)
-        return _win32.WAIT_TIMEOUT
+        return c.WAIT_TIMEOUT
 
 
 class FakeKernel32:
-    def GetCurrentThreadId(self) -> int:
-        return 9001
+    def __init__(self) -> None:
+        self.dll = FakeDLL("kernel32", [], {"GetCurrentThreadId": lambda: 9001})
+
+    def library(self) -> Library:
+        return Library("kernel32", PROTOTYPES["kernel32"], dll=self.dll, last_error=self.dll.get_last_error)
 
 
-# ------------------------------------------------------------------- layouts
+def backend(user32: FakeUser32) -> Win32WatchBackend:
+    return Win32WatchBackend(user32.library(), FakeKernel32().library())
 
 
-def test_structures_have_their_windows_layout() -> None:
-    assert ctypes.sizeof(_win32.POINT) == 8
-    if ctypes.sizeof(ctypes.c_void_p) == 8:
-        assert ctypes.sizeof(_win32.MSG) == 48
-        assert _win32.MSG.message.offset == 8 and _win32.MSG.wParam.offset == 16
-        assert _win32.MSG.lParam.offset == 24 and _win32.MSG.time.offset == 32 and _win32.MSG.pt.offset == 36
+# ------------------------------------------------------------------- declarations
 
 
-def test_prototype_table_is_sorted_and_names_known_dlls() -> None:
-    names = list(_win32.CFUNCTIONS)
-    assert names == sorted(names)
-    assert {dll for dll, _, _ in _win32.CFUNCTIONS.values()} == {"user32", "kernel32"}
+def test_every_call_of_the_safety_layer_is_declared_once_and_checked() -> None:
+    user32 = PROTOTYPES["user32"]
+    assert set(USER32_CALLS) <= set(user32)
+    assert "GetCurrentThreadId" in PROTOTYPES["kernel32"]
+    for name in ("GetClassNameW", "GetWindowThreadProcessId", "RegisterHotKey", "UnregisterHotKey"):
+        assert user32[name].check is Check.NONZERO and user32[name].error is PlatformError, name
+    assert user32["MsgWaitForMultipleObjects"].check is Check.WAIT
+    assert user32["GetCursorPos"].check is Check.NONZERO
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="off Windows only")
 def test_the_dlls_are_refused_off_windows() -> None:
     with pytest.raises(PlatformError, match="only on Windows"):
-        _win32.user32()
+        Win32WindowReader().active()
 
 
 def test_utf16_helpers_round_trip_astral_characters() -> None:
-    buf = _win32.utf16_buffer(8)
+    buf = utf16_buffer(8)
     units = "a😀b".encode("utf-16-le")
     ctypes.memmove(buf, units, len(units))
-    assert _win32.utf16_text(buf, 4) == "a😀b"
-    assert _win32.utf16_text(buf, 100) .startswith("a😀b")
+    assert utf16_text(buf, 4) == "a😀b"
+    assert utf16_text(buf, 100) .startswith("a😀b")
 
 
 # ------------------------------------------------------------------- foreground window
@@ -139,7 +170,7 @@ def test_utf16_helpers_round_trip_astral_characters() -> None:
 
 def test_foreground_window_reader() -> None:
     user32 = FakeUser32(title="Résumé.docx - Word 😀", cls="OpusApp")
-    info = Win32WindowReader(user32).active()
+    info = Win32WindowReader(user32.library()).active()
     assert info == WindowInfo("Résumé.docx - Word 😀", "OpusApp", "", 4242, 0x1A2B)
     names = [name for name, _ in user32.calls]
     assert names == ["GetForegroundWindow", "GetWindowTextLengthW", "GetWindowTextW", "GetClassNameW",
@@ -150,13 +181,21 @@ def test_foreground_window_reader() -> None:
 
 def test_no_foreground_window() -> None:
     user32 = FakeUser32(hwnd=0)
-    assert Win32WindowReader(user32).active() is None
+    assert Win32WindowReader(user32.library()).active() is None
     assert [name for name, _ in user32.calls] == ["GetForegroundWindow"]
 
 
 def test_untitled_window() -> None:
-    info = Win32WindowReader(FakeUser32(title="", cls="Progman")).active()
+    info = Win32WindowReader(FakeUser32(title="", cls="Progman").library()).active()
     assert info is not None and info.title == "" and info.wm_class == "Progman"
+
+
+def test_a_window_that_closes_while_it_is_read_is_an_error_naming_the_call() -> None:
+    user32 = FakeUser32()
+    user32.window_closed = True
+    with pytest.raises(PlatformError, match="GetClassNameW failed") as caught:
+        Win32WindowReader(user32.library()).active()
+    assert caught.value.details["function"] == "GetClassNameW" and caught.value.details["last_error"] == 1400
 
 
 # ------------------------------------------------------------------- watch backend
@@ -164,42 +203,68 @@ def test_untitled_window() -> None:
 
 def test_hotkey_registration_and_delivery() -> None:
     user32 = FakeUser32()
-    backend = Win32WatchBackend(user32, FakeKernel32())
-    backend.arm_hotkey("ctrl+alt+q")
-    backend.arm_hotkey("pause")
+    watch = backend(user32)
+    watch.arm_hotkey("ctrl+alt+q")
+    watch.arm_hotkey("pause")
     assert user32.registered == {
-        0xB000: (_win32.MOD_CONTROL | _win32.MOD_ALT | _win32.MOD_NOREPEAT, ord("Q")),
-        0xB001: (_win32.MOD_NOREPEAT, 0x13),
+        0xB000: (c.MOD_CONTROL | c.MOD_ALT | c.MOD_NOREPEAT, ord("Q")),
+        0xB001: (c.MOD_NOREPEAT, 0x13),
     }
-    assert backend.wait(0) is False
-    user32.messages = [(0x0200, 0), (_win32.WM_HOTKEY, 0xB001)]
-    assert backend.wait(0.01) is True
-    user32.messages = [(_win32.WM_HOTKEY, 0x1234)]  # someone else's hotkey id
-    assert backend.wait(0) is False
-    backend.close()
+    assert watch.wait(0) is False
+    user32.messages = [(0x0200, 0), (c.WM_HOTKEY, 0xB001)]
+    assert watch.wait(0.01) is True
+    user32.messages = [(c.WM_HOTKEY, 0x1234)]  # someone else's hotkey id
+    assert watch.wait(0) is False
+    watch.close()
     assert user32.registered == {}
 
 
 def test_hotkey_refused() -> None:
     user32 = FakeUser32()
     user32.refuse_hotkeys = True
-    with pytest.raises(PlatformError, match="cannot register hotkey"):
-        Win32WatchBackend(user32, FakeKernel32()).arm_hotkey("ctrl+alt+q")
+    with pytest.raises(PlatformError, match=r"cannot register hotkey 'ctrl\+alt\+q': another application") as caught:
+        backend(user32).arm_hotkey("ctrl+alt+q")
+    assert caught.value.details["error"] == c.ERROR_HOTKEY_ALREADY_REGISTERED
+
+
+def test_a_failed_unregister_is_logged_and_the_others_are_still_released(caplog: pytest.LogCaptureFixture) -> None:
+    user32 = FakeUser32()
+    watch = backend(user32)
+    watch.arm_hotkey("ctrl+alt+q")
+    watch.arm_hotkey("pause")
+    del user32.registered[0xB000]  # gone behind our back
+    with caplog.at_level(logging.WARNING, logger="deskpilot.safety"):
+        watch.close()
+    assert user32.registered == {} and watch.ids == []
+    assert "UnregisterHotKey failed" in caplog.text
 
 
 def test_bounds_pointer_and_wait() -> None:
     user32 = FakeUser32()
-    backend = Win32WatchBackend(user32, FakeKernel32())
-    assert backend.bounds().as_tuple() == (-1920, 0, 3840, 1080)
-    assert backend.pointer() == (500, 400)
-    assert backend.thread_id == 9001
-    backend.wait(0.02)
-    assert ("MsgWaitForMultipleObjects", (0, 20, _win32.QS_ALLINPUT)) in user32.calls
+    watch = backend(user32)
+    assert watch.bounds().as_tuple() == (-1920, 0, 3840, 1080)
+    assert watch.pointer() == (500, 400)
+    assert watch.thread_id == 9001
+    watch.wait(0.02)
+    assert ("MsgWaitForMultipleObjects", (0, 20, c.QS_ALLINPUT)) in user32.calls
+
+
+def test_failed_calls_of_the_watcher_raise_with_the_function_and_error_code() -> None:
+    user32 = FakeUser32()
+    watch = backend(user32)
+    user32.cursor = None
+    with pytest.raises(InputError, match="GetCursorPos failed") as caught:
+        watch.pointer()
+    assert caught.value.details["last_error"] == c.ERROR_ACCESS_DENIED
+    user32.wait_fails = True
+    with pytest.raises(PlatformError, match="MsgWaitForMultipleObjects failed") as caught:
+        watch.wait(0.01)
+    assert caught.value.details["last_error"] == 6
 
 
 def test_kill_switch_over_the_win32_backend() -> None:
     user32 = FakeUser32()
-    with KillSwitch(backend=lambda: Win32WatchBackend(user32, FakeKernel32()), poll_interval=0.005) as switch:
+    with KillSwitch(backend=lambda: backend(user32), poll_interval=0.005) as switch:
         assert "top-left (-1920,0)" in switch.status["corner"]
         user32.cursor = (1919, 1079)  # the virtual desktop's bottom-right corner
         deadline = time.monotonic() + 2

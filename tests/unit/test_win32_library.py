@@ -129,6 +129,18 @@ def test_hresult_check() -> None:
     assert library.GetProcessDpiAwareness(None, ctypes.byref(ctypes.c_int32())) == 0
 
 
+def test_wait_check_rejects_wait_failed_only() -> None:
+    results = iter([0xFFFFFFFF, 0x102, 0])  # WAIT_FAILED, WAIT_TIMEOUT, WAIT_OBJECT_0
+    dll = FakeDLL("user32", [], {"MsgWaitForMultipleObjects": lambda *args: next(results)})
+    library = Library("user32", PROTOTYPES["user32"], dll=dll, last_error=dll.get_last_error)
+    dll.last_error = 6  # ERROR_INVALID_HANDLE
+    with pytest.raises(PlatformError, match="MsgWaitForMultipleObjects failed") as info:
+        library.MsgWaitForMultipleObjects(0, None, 0, 10, 0x04FF)
+    assert info.value.details["last_error"] == 6
+    assert library.MsgWaitForMultipleObjects(0, None, 0, 10, 0x04FF) == 0x102
+    assert library.MsgWaitForMultipleObjects(0, None, 0, 10, 0x04FF) == 0
+
+
 def test_selected_check_rejects_null_and_hgdi_error() -> None:
     results = iter([0, 0xFFFFFFFFFFFFFFFF, 0x1234])
     dll = FakeDLL("gdi32", [], {"SelectObject": lambda dc, obj: next(results)})

@@ -69,6 +69,7 @@ WIN64: dict[str, tuple[int, dict[str, int]]] = {
     "HARDWAREINPUT": (8, {"uMsg": 0, "wParamL": 4, "wParamH": 6}),
     "INPUT_UNION": (32, {"mi": 0, "ki": 0, "hi": 0}),
     "INPUT": (40, {"type": 0, "u": 8}),
+    "MSG": (48, {"hwnd": 0, "message": 8, "wParam": 16, "lParam": 24, "time": 32, "pt": 36}),
 }
 
 # Only what differs on 32-bit Windows (4-byte pointers, 4-byte alignment).
@@ -81,6 +82,7 @@ WIN32: dict[str, tuple[int, dict[str, int]]] = {
     "KEYBDINPUT": (16, {"time": 8, "dwExtraInfo": 12}),
     "INPUT_UNION": (24, {"mi": 0, "ki": 0}),
     "INPUT": (28, {"type": 0, "u": 4}),
+    "MSG": (28, {"message": 4, "wParam": 8, "lParam": 12, "time": 16, "pt": 20}),
 }
 
 _POINTER_SIZED = {

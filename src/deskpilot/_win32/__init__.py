@@ -7,15 +7,25 @@
 * :mod:`._library` — :class:`Library`: a private ``WinDLL(use_last_error=True)`` whose
   functions are declared from a table on first use, with errchecks raising
   :class:`~deskpilot._errors.PlatformError` subclasses carrying a ``details`` dict.
+* :mod:`._user` — the foreground window, cursor, virtual screen and message queue as
+  plain values, for the kill switch and window policy of :mod:`deskpilot.safety`.
 * :mod:`.dpi` — per-monitor-v2 DPI awareness with reported fallbacks.
 
-Only :mod:`deskpilot.capture._gdi` and :mod:`deskpilot.input._sendinput` call into it.
+deskpilot's only Win32 binding: :mod:`deskpilot.capture._gdi`,
+:mod:`deskpilot.input._sendinput` and :mod:`deskpilot.safety` call into it.
 """
 
 from __future__ import annotations
 
 from deskpilot._win32._library import Check, Library, Prototype, load_dll
 from deskpilot._win32._system import PROTOTYPES, DllName, system_library
+from deskpilot._win32._user import (
+    ForegroundWindow,
+    cursor_position,
+    drain_messages,
+    foreground_window,
+    virtual_screen,
+)
 from deskpilot._win32.dpi import (
     DpiAttempt,
     DpiAwareness,
@@ -31,10 +41,15 @@ __all__ = [
     "DpiAttempt",
     "DpiAwareness",
     "DpiLevel",
+    "ForegroundWindow",
     "Library",
     "Prototype",
+    "cursor_position",
+    "drain_messages",
     "ensure_dpi_awareness",
+    "foreground_window",
     "load_dll",
     "set_dpi_awareness",
     "system_library",
+    "virtual_screen",
 ]

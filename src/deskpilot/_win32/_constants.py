@@ -1,4 +1,4 @@
-"""Win32 constants used by the GDI capture, SendInput and DPI code (values from the SDK headers)."""
+"""Win32 constants used by the GDI capture, SendInput, DPI and kill-switch code (values from the SDK headers)."""
 
 from __future__ import annotations
 
@@ -74,10 +74,23 @@ PROCESS_DPI_UNAWARE: Final = 0
 PROCESS_SYSTEM_DPI_AWARE: Final = 1
 PROCESS_PER_MONITOR_DPI_AWARE: Final = 2
 
+# --- hotkeys and the thread message queue (winuser.h, winbase.h) ---------------------
+MOD_ALT: Final = 0x0001
+MOD_CONTROL: Final = 0x0002
+MOD_SHIFT: Final = 0x0004
+MOD_WIN: Final = 0x0008
+MOD_NOREPEAT: Final = 0x4000
+WM_HOTKEY: Final = 0x0312
+PM_REMOVE: Final = 0x0001
+QS_ALLINPUT: Final = 0x04FF
+WAIT_TIMEOUT: Final = 0x00000102
+WAIT_FAILED: Final = 0xFFFFFFFF
+
 # --- error codes (winerror.h) -------------------------------------------------------
 ERROR_SUCCESS: Final = 0
 ERROR_ACCESS_DENIED: Final = 5
 ERROR_INVALID_PARAMETER: Final = 87
+ERROR_HOTKEY_ALREADY_REGISTERED: Final = 1409
 S_OK: Final = 0
 E_ACCESSDENIED: Final = 0x80070005
 E_INVALIDARG: Final = 0x80070057

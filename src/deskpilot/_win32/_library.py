@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deskpilot._errors import PlatformError
-from deskpilot._win32._constants import HGDI_ERROR, HGDI_ERROR_32
+from deskpilot._win32._constants import HGDI_ERROR, HGDI_ERROR_32, WAIT_FAILED
 
 __all__ = [
     "Check",
@@ -46,6 +46,7 @@ class Check(enum.Enum):
     SELECTED = "selected"  # SelectObject: NULL or HGDI_ERROR
     HRESULT = "hresult"  # negative HRESULT means failure (the code is the result)
     ALL_SENT = "all_sent"  # SendInput: must return the number of events given
+    WAIT = "wait"  # the wait functions: WAIT_FAILED (0xFFFFFFFF); GetLastError says why
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +111,8 @@ def _failed(check: Check, result: Any, args: tuple[Any, ...]) -> bool:
         return int(result) < 0
     if check is Check.ALL_SENT:
         return int(result) != int(args[0])
+    if check is Check.WAIT:
+        return int(result) == WAIT_FAILED
     return False
 
 

@@ -1,5 +1,10 @@
 """The prototype tables: one per DLL, each sorted by function name.
 
+Every function deskpilot calls in a system DLL is declared here, once: the GDI capture,
+SendInput, DPI awareness, and the kill switch and foreground-window reader of
+:mod:`deskpilot.safety`. A row without a check says in a comment why its result has no
+failure value (or why a failure is harmless where it is called).
+
 Syntax of a row: ``"Function": Prototype(argtypes, restype, check, error class)``.
 ``check`` says what failure looks like (see :class:`~deskpilot._win32._library.Check`);
 the error class is what the errcheck raises: capture functions raise
@@ -25,6 +30,7 @@ from deskpilot._win32._structs import (
     ICONINFO,
     INPUT,
     MONITORINFOEXW,
+    MSG,
     POINT,
     RECT,
 )
@@ -58,11 +64,12 @@ __all__ = [
 #: BOOL CALLBACK MonitorEnumProc(HMONITOR, HDC, LPRECT, LPARAM)
 MONITORENUMPROC = WINFUNCTYPE(BOOL, HMONITOR, HDC, ctypes.POINTER(RECT), LPARAM)
 
-_NONZERO, _SELECTED, _HRESULT, _ALL_SENT = (
+_NONZERO, _SELECTED, _HRESULT, _ALL_SENT, _WAIT = (
     Check.NONZERO,
     Check.SELECTED,
     Check.HRESULT,
     Check.ALL_SENT,
+    Check.WAIT,
 )
 
 GDI32_PROTOTYPES: Final[dict[str, Prototype]] = {
@@ -100,8 +107,10 @@ GDI32_PROTOTYPES: Final[dict[str, Prototype]] = {
 }
 
 KERNEL32_PROTOTYPES: Final[dict[str, Prototype]] = {
-    # A pseudo-handle ((HANDLE)-1) that never needs closing.
+    # A pseudo-handle ((HANDLE)-1) that never needs closing; cannot fail.
     "GetCurrentProcess": Prototype((), PROCESS_HANDLE),
+    # Cannot fail.
+    "GetCurrentThreadId": Prototype((), DWORD),
 }
 
 SHCORE_PROTOTYPES: Final[dict[str, Prototype]] = {
@@ -110,17 +119,26 @@ SHCORE_PROTOTYPES: Final[dict[str, Prototype]] = {
 }
 
 USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
+    # The comparison itself: FALSE means "not equal" (an invalid context compares unequal).
     "AreDpiAwarenessContextsEqual": Prototype((DPI_AWARENESS_CONTEXT, DPI_AWARENESS_CONTEXT), BOOL),
     "EnumDisplayMonitors": Prototype(
         (HDC, ctypes.POINTER(RECT), MONITORENUMPROC, LPARAM), BOOL, _NONZERO, CaptureError
     ),
     # Returns DPI_AWARENESS_INVALID (-1) for an invalid context; no GetLastError.
     "GetAwarenessFromDpiAwarenessContext": Prototype((DPI_AWARENESS_CONTEXT,), INT),
+    # Every window has a class, so 0 means failure: the window closed after
+    # GetForegroundWindow returned it (ERROR_INVALID_WINDOW_HANDLE).
+    "GetClassNameW": Prototype((HWND, LPVOID, INT), INT, _NONZERO, PlatformError),
     "GetCursorInfo": Prototype((ctypes.POINTER(CURSORINFO),), BOOL, _NONZERO, CaptureError),
     "GetCursorPos": Prototype((ctypes.POINTER(POINT),), BOOL, _NONZERO, InputError),
     "GetDC": Prototype((HWND,), HDC, _NONZERO, CaptureError),
-    # Windows 10 1803+; returns NULL for an invalid process handle.
-    "GetDpiAwarenessContextForProcess": Prototype((PROCESS_HANDLE,), DPI_AWARENESS_CONTEXT),
+    # Windows 10 1803+; NULL means failure (an invalid process handle).
+    "GetDpiAwarenessContextForProcess": Prototype(
+        (PROCESS_HANDLE,), DPI_AWARENESS_CONTEXT, _NONZERO, PlatformError
+    ),
+    # NULL is an answer, not a failure: no window is in the foreground while activation
+    # moves between windows or the desktop is locked.
+    "GetForegroundWindow": Prototype((), HWND),
     # 0 is both "no objects" and failure, so it is not checked.
     "GetGuiResources": Prototype((PROCESS_HANDLE, DWORD), DWORD),
     "GetIconInfo": Prototype((HICON, ctypes.POINTER(ICONINFO)), BOOL, _NONZERO, CaptureError),
@@ -129,11 +147,29 @@ USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     ),
     # 0 is a valid value for several metrics (SM_CLEANBOOT, SM_SWAPBUTTON), so no check.
     "GetSystemMetrics": Prototype((INT,), INT),
+    # The calling thread's context; cannot fail.
     "GetThreadDpiAwarenessContext": Prototype((), DPI_AWARENESS_CONTEXT),
+    # 0 is both "no title" and failure (a window that just closed), and either way the
+    # title reads as empty: the failure is caught by the checked GetClassNameW after it.
+    "GetWindowTextLengthW": Prototype((HWND,), INT),
+    # The number of units copied; 0 is "no title" as above.
+    "GetWindowTextW": Prototype((HWND, LPVOID, INT), INT),
+    # The thread id; 0 means the window handle is no longer valid.
+    "GetWindowThreadProcessId": Prototype(
+        (HWND, ctypes.POINTER(DWORD)), DWORD, _NONZERO, PlatformError
+    ),
     # Nonzero: system DPI aware. The only question a Vista/7 process can ask.
     "IsProcessDPIAware": Prototype((), BOOL),
     # 0 means "no translation", not failure.
     "MapVirtualKeyW": Prototype((UINT, UINT), UINT),
+    # WAIT_OBJECT_0 + n (input arrived), WAIT_TIMEOUT, or WAIT_FAILED.
+    "MsgWaitForMultipleObjects": Prototype(
+        (DWORD, LPVOID, BOOL, DWORD, DWORD), DWORD, _WAIT, PlatformError
+    ),
+    # Nonzero: a message was retrieved; 0: the queue is empty. No failure value.
+    "PeekMessageW": Prototype((ctypes.POINTER(MSG), HWND, UINT, UINT, UINT), BOOL),
+    # ERROR_HOTKEY_ALREADY_REGISTERED: another application owns the combination.
+    "RegisterHotKey": Prototype((HWND, INT, UINT, UINT), BOOL, _NONZERO, PlatformError),
     # Returns 1 when released, 0 when not.
     "ReleaseDC": Prototype((HWND, HDC), INT, _NONZERO, CaptureError),
     # Returns how many events were inserted; fewer than given means UIPI (or a locked
@@ -145,4 +181,6 @@ USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     "SetProcessDpiAwarenessContext": Prototype(
         (DPI_AWARENESS_CONTEXT,), BOOL, _NONZERO, PlatformError
     ),
+    # Fails for an id this thread did not register (or from another thread).
+    "UnregisterHotKey": Prototype((HWND, INT), BOOL, _NONZERO, PlatformError),
 }

@@ -14,6 +14,7 @@ BITMAP             32 (24)     bmBits is a pointer, aligned to 8 on Win64
 CURSORINFO         24 (20)
 ICONINFO           32 (20)     the two HBITMAPs are aligned to 8 on Win64
 MONITORINFOEXW     104 (104)
+MSG                48 (28)     wParam/lParam are pointer-sized, aligned to 8 on Win64
 MOUSEINPUT         32 (24)     dwExtraInfo is a ULONG_PTR
 KEYBDINPUT         24 (16)
 HARDWAREINPUT      8 (8)
@@ -31,11 +32,15 @@ from deskpilot._win32._types import (
     DWORD,
     HBITMAP,
     HCURSOR,
+    HWND,
     LONG,
+    LPARAM,
     LPVOID,
+    UINT,
     ULONG_PTR,
     WCHAR16,
     WORD,
+    WPARAM,
 )
 
 __all__ = [
@@ -52,6 +57,7 @@ __all__ = [
     "MONITORINFOEXW",
     "MONOBITMAPINFO",
     "MOUSEINPUT",
+    "MSG",
     "POINT",
     "RECT",
     "RGBQUAD",
@@ -252,3 +258,23 @@ class INPUT(ctypes.Structure):
     mi: MOUSEINPUT
     ki: KEYBDINPUT
     hi: HARDWAREINPUT
+
+
+class MSG(ctypes.Structure):
+    """A thread message queue entry (PeekMessageW); WM_HOTKEY carries the id in wParam."""
+
+    _fields_ = [
+        ("hwnd", HWND),
+        ("message", UINT),
+        ("wParam", WPARAM),
+        ("lParam", LPARAM),
+        ("time", DWORD),
+        ("pt", POINT),
+        # (lPrivate exists only in the _MAC build of winuser.h.)
+    ]
+    hwnd: int | None
+    message: int
+    wParam: int
+    lParam: int
+    time: int
+    pt: POINT

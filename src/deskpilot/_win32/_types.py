@@ -38,6 +38,9 @@ __all__ = [
     "WCHAR16",
     "WINFUNCTYPE",
     "WORD",
+    "WPARAM",
+    "utf16_buffer",
+    "utf16_text",
 ]
 
 # Fixed-width integers (Windows is LLP64: int and long are both 32 bits).
@@ -56,6 +59,7 @@ WCHAR16 = ctypes.c_uint16
 
 # Pointer-sized integers.
 ULONG_PTR = ctypes.c_size_t
+WPARAM = ctypes.c_size_t
 LPARAM = ctypes.c_ssize_t
 
 # Handles and untyped pointers. Plain c_void_p (not subclasses) so that ctypes converts
@@ -77,3 +81,14 @@ if sys.platform == "win32":
     WINFUNCTYPE = ctypes.WINFUNCTYPE
 else:
     WINFUNCTYPE = ctypes.CFUNCTYPE
+
+
+def utf16_buffer(chars: int) -> ctypes.Array[ctypes.c_uint16]:
+    """A zeroed buffer of ``chars`` UTF-16 code units (for ...W string out-parameters)."""
+    return (WCHAR16 * max(1, chars))()
+
+
+def utf16_text(buf: ctypes.Array[ctypes.c_uint16], length: int) -> str:
+    """The first ``length`` code units of ``buf`` as a str (surrogate pairs joined)."""
+    length = max(0, min(length, len(buf)))
+    return bytes(buf)[: 2 * length].decode("utf-16-le", errors="replace")

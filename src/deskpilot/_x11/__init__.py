@@ -1,10 +1,14 @@
-"""Thin ctypes layer over libX11, libXtst and libXfixes (importable without a display).
+"""Thin ctypes layer over libX11, libXtst, libXfixes and libXdamage (importable without a display).
 
-Used by the XTest input backend and the XFixes cursor source of the mss capture
-backend; nothing outside :mod:`deskpilot.capture` and :mod:`deskpilot.input` calls it.
+deskpilot's only X11 binding: one prototype table (:mod:`._lib`), one connection class
+(:class:`XDisplay`) and the process's only X error handler (:mod:`._error_handler`).
+Used by the XTest input backend, the mss capture backend (XFixes cursor), the DAMAGE
+watcher of the settle loop, and the kill switch and active-window reader of
+:mod:`deskpilot.safety`.
 """
 
 from deskpilot._x11._display import XDisplay
+from deskpilot._x11._error_handler import XError
 from deskpilot._x11._lib import (
     CFUNCTIONS,
     LIBRARIES,
@@ -17,6 +21,7 @@ __all__ = [
     "CFUNCTIONS",
     "LIBRARIES",
     "XDisplay",
+    "XError",
     "XErrorEvent",
     "XFixesCursorImage",
     "library",

@@ -28,15 +28,13 @@ which is how the unit tests drive it without a server.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
-import threading
 import time
-from ctypes import POINTER, c_int, c_long, c_short, c_ulong, c_ushort, c_void_p
+from ctypes import c_int
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from deskpilot._errors import PlatformError
-from deskpilot._x11._lib import Display
+from deskpilot._x11._lib import CFUNCTIONS, XEvent, XRectangle, library
 from deskpilot.geometry import Rect
 
 __all__ = [
@@ -44,103 +42,34 @@ __all__ = [
     "DAMAGE_NOTIFY",
     "REPORT_BOUNDING_BOX",
     "DamageWatcher",
-    "XDamageNotifyEvent",
-    "XEvent",
     "damage_library",
 ]
-
-Damage = c_ulong  # XID
-XserverRegion = c_ulong  # XID; 0 (None) in XDamageSubtract means "all of it"
-Drawable = c_ulong
 
 #: ``XDamageReportBoundingBox``: an event whenever the damage's bounding box grows.
 REPORT_BOUNDING_BOX = 2
 #: ``XDamageNotify``: the event code, relative to the extension's event base.
 DAMAGE_NOTIFY = 0
 
-
-class XRectangle(ctypes.Structure):
-    _fields_ = (("x", c_short), ("y", c_short), ("width", c_ushort), ("height", c_ushort))
-
-
-class XDamageNotifyEvent(ctypes.Structure):
-    """``XDamageNotifyEvent`` (Xdamage.h): ``area`` is the damage's bounding box."""
-
-    _fields_ = (
-        ("type", c_int),
-        ("serial", c_ulong),
-        ("send_event", c_int),
-        ("display", c_void_p),
-        ("drawable", c_ulong),
-        ("damage", c_ulong),
-        ("level", c_int),
-        ("more", c_int),
-        ("timestamp", c_ulong),
-        ("area", XRectangle),
-        ("geometry", XRectangle),
-    )
-
-
-class XEvent(ctypes.Union):
-    """``XEvent``: a union padded to 24 longs; ``type`` is its first int."""
-
-    _fields_ = (("type", c_int), ("damage", XDamageNotifyEvent), ("pad", c_long * 24))
-
-
-#: Function name -> (library, argtypes, restype). Sorted by name. libX11's own entries
-#: here are the event-queue calls this module needs beyond :mod:`._lib`'s table.
-DAMAGE_FUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
-    "XConnectionNumber": ("X11", (Display,), c_int),
-    "XDamageCreate": ("Xdamage", (Display, Drawable, c_int), Damage),
-    "XDamageDestroy": ("Xdamage", (Display, Damage), None),
-    "XDamageQueryExtension": ("Xdamage", (Display, POINTER(c_int), POINTER(c_int)), c_int),
-    "XDamageSubtract": ("Xdamage", (Display, Damage, XserverRegion, XserverRegion), None),
-    "XFlush": ("X11", (Display,), c_int),
-    "XNextEvent": ("X11", (Display, POINTER(XEvent)), c_int),
-    "XPending": ("X11", (Display,), c_int),
-}
-
-_SONAMES = {
-    "X11": ("X11", ("libX11.so.6", "libX11.so")),
-    "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so")),
-}
-_loaded: SimpleNamespace | None = None
-_load_lock = threading.Lock()
-
-
-def _open(short: str) -> ctypes.CDLL:
-    name, fallbacks = _SONAMES[short]
-    found = ctypes.util.find_library(name)
-    errors: list[str] = []
-    for candidate in (found, *fallbacks) if found else fallbacks:
-        try:
-            return ctypes.CDLL(candidate)
-        except OSError as exc:
-            errors.append(f"{candidate}: {exc}")
-    raise PlatformError(
-        f"cannot load lib{short}: is it installed? ({'; '.join(errors) or 'not found'})",
-        library=short,
-    )
+#: The functions a watcher calls (libXdamage's and libX11's event-queue calls), all
+#: declared in :data:`deskpilot._x11._lib.CFUNCTIONS`. Sorted by name.
+DAMAGE_FUNCTIONS: tuple[str, ...] = (
+    "XConnectionNumber",
+    "XDamageCreate",
+    "XDamageDestroy",
+    "XDamageQueryExtension",
+    "XDamageSubtract",
+    "XFlush",
+    "XNextEvent",
+    "XPending",
+)
 
 
 def damage_library() -> SimpleNamespace:
-    """The functions of :data:`DAMAGE_FUNCTIONS`, prototypes applied (loaded once).
-
-    Own ``CDLL`` handles, so these prototypes never touch those of :mod:`._lib`."""
-    global _loaded
-    with _load_lock:
-        if _loaded is None:
-            libs = {short: _open(short) for short in _SONAMES}
-            table: dict[str, Any] = {}
-            for fname, (owner, argtypes, restype) in DAMAGE_FUNCTIONS.items():
-                func = getattr(libs[owner], fname, None)
-                if func is None:
-                    raise PlatformError(f"lib{owner} has no function {fname}", function=fname)
-                func.argtypes = argtypes
-                func.restype = restype
-                table[fname] = func
-            _loaded = SimpleNamespace(**table)
-        return _loaded
+    """The functions of :data:`DAMAGE_FUNCTIONS` from the shared libX11/libXdamage
+    handles (loaded once; PlatformError when libXdamage is missing)."""
+    return SimpleNamespace(
+        **{name: getattr(library(CFUNCTIONS[name][0]), name) for name in DAMAGE_FUNCTIONS}
+    )
 
 
 class _Display(Protocol):

@@ -1,4 +1,4 @@
-"""ctypes declarations for libX11 (XKB included), libXtst and libXfixes.
+"""ctypes declarations for libX11 (XKB included), libXtst, libXfixes and libXdamage.
 
 Importing this module loads nothing: the structures and the prototype table are plain
 data (so they can be inspected and tested on any OS), and each library is opened on
@@ -14,6 +14,7 @@ import threading
 from ctypes import (
     POINTER,
     Structure,
+    c_char,
     c_char_p,
     c_int,
     c_long,
@@ -37,10 +38,15 @@ __all__ = [
     "Display",
     "KeyCode",
     "KeySym",
+    "Time",
     "Window",
+    "XDamageNotifyEvent",
     "XErrorEvent",
     "XEvent",
     "XFixesCursorImage",
+    "XKeyEvent",
+    "XModifierKeymap",
+    "XRectangle",
     "XkbMapNotifyEvent",
     "XkbStateRec",
     "library",
@@ -52,7 +58,11 @@ Window = c_ulong  # XID
 Atom = c_ulong
 KeySym = c_ulong  # XID-sized on every ABI
 KeyCode = c_ubyte
+Time = c_ulong
 Bool = c_int
+Drawable = c_ulong  # XID
+Damage = c_ulong  # XID
+XserverRegion = c_ulong  # XID
 
 
 class XFixesCursorImage(Structure):
@@ -87,10 +97,67 @@ class XErrorEvent(Structure):
     )
 
 
-class XEvent(ctypes.Union):
-    """``XEvent`` (Xlib.h): only its type is read here; 24 longs is Xlib's own size."""
+class XKeyEvent(Structure):
+    """``XKeyEvent`` (Xlib.h): the KeyPress a passive grab (the kill-switch hotkey) delivers."""
 
-    _fields_ = (("type", c_int), ("pad", c_long * 24))
+    _fields_ = (
+        ("type", c_int),
+        ("serial", c_ulong),
+        ("send_event", Bool),
+        ("display", Display),
+        ("window", Window),
+        ("root", Window),
+        ("subwindow", Window),
+        ("time", Time),
+        ("x", c_int),
+        ("y", c_int),
+        ("x_root", c_int),
+        ("y_root", c_int),
+        ("state", c_uint),
+        ("keycode", c_uint),
+        ("same_screen", Bool),
+    )
+
+
+class XRectangle(Structure):
+    """``XRectangle`` (Xlib.h)."""
+
+    _fields_ = (("x", c_short), ("y", c_short), ("width", c_ushort), ("height", c_ushort))
+
+
+class XDamageNotifyEvent(Structure):
+    """``XDamageNotifyEvent`` (Xdamage.h): ``area`` is the damage's bounding box."""
+
+    _fields_ = (
+        ("type", c_int),
+        ("serial", c_ulong),
+        ("send_event", Bool),
+        ("display", Display),
+        ("drawable", c_ulong),
+        ("damage", c_ulong),
+        ("level", c_int),
+        ("more", Bool),
+        ("timestamp", Time),
+        ("area", XRectangle),
+        ("geometry", XRectangle),
+    )
+
+
+class XEvent(ctypes.Union):
+    """``XEvent`` (Xlib.h): its type, the variants read here, and 24 longs (Xlib's own size)."""
+
+    _fields_ = (
+        ("type", c_int),
+        ("xkey", XKeyEvent),
+        ("damage", XDamageNotifyEvent),
+        ("pad", c_long * 24),
+    )
+
+
+class XModifierKeymap(Structure):
+    """``XModifierKeymap`` (Xlib.h): 8 modifiers x ``max_keypermod`` keycodes."""
+
+    _fields_ = (("max_keypermod", c_int), ("modifiermap", POINTER(c_ubyte)))
 
 
 class XkbMapNotifyEvent(Structure):
@@ -147,6 +214,7 @@ XERROR_HANDLER = ctypes.CFUNCTYPE(c_int, Display, POINTER(XErrorEvent))
 #: Short name -> (soname candidates searched by ctypes.util.find_library, fallbacks).
 LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "X11": ("X11", ("libX11.so.6", "libX11.so")),
+    "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so")),
     "Xfixes": ("Xfixes", ("libXfixes.so.3", "libXfixes.so")),
     "Xtst": ("Xtst", ("libXtst.so.6", "libXtst.so")),
 }
@@ -156,6 +224,12 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XChangeKeyboardMapping": ("X11", (Display, c_int, c_int, POINTER(KeySym), c_int), c_int),
     "XChangeProperty": ("X11", (Display, Window, Atom, Atom, c_int, c_int, c_void_p, c_int), c_int),
     "XCloseDisplay": ("X11", (Display,), c_int),
+    "XConnectionNumber": ("X11", (Display,), c_int),
+    "XDamageCreate": ("Xdamage", (Display, Drawable, c_int), Damage),
+    "XDamageDestroy": ("Xdamage", (Display, Damage), None),
+    "XDamageQueryExtension": ("Xdamage", (Display, POINTER(c_int), POINTER(c_int)), Bool),
+    # region 0 (None) as repair means "all of it".
+    "XDamageSubtract": ("Xdamage", (Display, Damage, XserverRegion, XserverRegion), None),
     "XDefaultRootWindow": ("X11", (Display,), Window),
     "XDefaultScreen": ("X11", (Display,), c_int),
     "XDeleteProperty": ("X11", (Display, Window, Atom), c_int),
@@ -167,26 +241,37 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XFixesQueryVersion": ("Xfixes", (Display, POINTER(c_int), POINTER(c_int)), c_int),
     "XFlush": ("X11", (Display,), c_int),
     "XFree": ("X11", (c_void_p,), c_int),
+    "XFreeModifiermap": ("X11", (POINTER(XModifierKeymap),), c_int),
     "XGetAtomNames": ("X11", (Display, POINTER(Atom), c_int, POINTER(c_void_p)), c_int),
     "XGetErrorText": ("X11", (Display, c_int, c_char_p, c_int), c_int),
+    "XGetInputFocus": ("X11", (Display, POINTER(Window), POINTER(c_int)), c_int),
     "XGetKeyboardMapping": ("X11", (Display, KeyCode, c_int, POINTER(c_int)), POINTER(KeySym)),
+    "XGetModifierMapping": ("X11", (Display,), POINTER(XModifierKeymap)),
     "XGetWindowProperty": (
         "X11",
         (Display, Window, Atom, c_long, c_long, Bool, Atom, POINTER(Atom), POINTER(c_int),
          POINTER(c_ulong), POINTER(c_ulong), POINTER(POINTER(c_ubyte))),
         c_int,
     ),
+    "XGrabKey": ("X11", (Display, c_int, c_uint, Window, Bool, c_int, c_int), c_int),
     "XGrabServer": ("X11", (Display,), c_int),
     "XInternAtom": ("X11", (Display, c_char_p, Bool), Atom),
+    "XKeysymToKeycode": ("X11", (Display, KeySym), KeyCode),
     "XListProperties": ("X11", (Display, Window, POINTER(c_int)), POINTER(Atom)),
     "XNextEvent": ("X11", (Display, POINTER(XEvent)), c_int),
     "XOpenDisplay": ("X11", (c_char_p,), Display),
     "XPending": ("X11", (Display,), c_int),
+    "XQueryKeymap": ("X11", (Display, POINTER(c_char)), c_int),
     "XQueryPointer": (
         "X11",
         (Display, Window, POINTER(Window), POINTER(Window), POINTER(c_int), POINTER(c_int),
          POINTER(c_int), POINTER(c_int), POINTER(c_uint)),
         Bool,
+    ),
+    "XQueryTree": (
+        "X11",
+        (Display, Window, POINTER(Window), POINTER(Window), POINTER(POINTER(Window)), POINTER(c_uint)),
+        c_int,
     ),
     "XSetErrorHandler": ("X11", (XERROR_HANDLER,), XERROR_HANDLER),
     "XSync": ("X11", (Display, Bool), c_int),
@@ -196,6 +281,7 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     "XTestQueryExtension": (
         "Xtst", (Display, POINTER(c_int), POINTER(c_int), POINTER(c_int), POINTER(c_int)), Bool,
     ),
+    "XUngrabKey": ("X11", (Display, c_int, c_uint, Window), c_int),
     "XUngrabServer": ("X11", (Display,), c_int),
     "XkbGetState": ("X11", (Display, c_uint, POINTER(XkbStateRec)), c_int),
     "XkbLockGroup": ("X11", (Display, c_uint, c_uint), Bool),
@@ -237,7 +323,7 @@ def _open(short: str) -> ctypes.CDLL:
 
 
 def library(short: str) -> ctypes.CDLL:
-    """The loaded library ``short`` ("X11", "Xtst" or "Xfixes"), prototypes applied."""
+    """The loaded library ``short`` ("X11", "Xtst", "Xfixes" or "Xdamage"), prototypes applied."""
     lib = _loaded.get(short)
     if lib is None:
         with _load_lock:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import select
 import threading
@@ -36,9 +35,16 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted, UnknownKeyError
+from deskpilot._win32 import (
+    Library,
+    cursor_position,
+    drain_messages,
+    system_library,
+    virtual_screen,
+)
+from deskpilot._win32 import _constants as win32
 from deskpilot.geometry import Rect
 from deskpilot.input._keys import KeySpec, parse_combo
-from deskpilot.safety import _win32
 
 __all__ = [
     "DEFAULT_HOTKEY",
@@ -55,6 +61,9 @@ __all__ = [
 log = logging.getLogger("deskpilot.safety")
 
 DEFAULT_HOTKEY = "ctrl+alt+q"
+
+#: X's BadAccess: XGrabKey of a combination another client already grabbed.
+_BAD_ACCESS = 10
 
 
 # ------------------------------------------------------------------- the run budget
@@ -194,9 +203,9 @@ class X11WatchBackend:
     _NUM_LOCK = 0xFF7F
 
     def __init__(self, display: str | None = None) -> None:
-        from deskpilot.safety._x11 import Connection
+        from deskpilot._x11 import XDisplay
 
-        self.conn = Connection(display)
+        self.conn = XDisplay(PlatformError, display)
         self.grabs: list[tuple[int, int]] = []
         #: (keycode, modifier mask, bits ignored when matching a press) per armed hotkey.
         self._hotkeys: set[tuple[int, int, int]] = set()
@@ -232,16 +241,15 @@ class X11WatchBackend:
         numlock = masks.get(numlock_code, 16) if numlock_code else 16
         locks = sorted({0, 2, numlock, 2 | numlock})
         variants = sorted({modifiers | lock for lock in locks})
-        self.conn.take_errors()
-        for variant in variants:
-            self.conn.grab_key(keycode, variant)
-        errors = self.conn.take_errors()
-        if errors:
+        with self.conn.trap() as errors:
             for variant in variants:
-                self.conn.ungrab_key(keycode, variant)
-            self.conn.take_errors()
-            code = errors[0][0]
-            why = "another application already grabbed it" if code == 10 else self.conn.error_text(code)
+                self.conn.grab_key(keycode, variant)
+        if errors:
+            with self.conn.trap():  # ungrabbing what was not ours fails too: expected
+                for variant in variants:
+                    self.conn.ungrab_key(keycode, variant)
+            code = errors[0].code
+            why = "another application already grabbed it" if code == _BAD_ACCESS else self.conn.error_text(code)
             raise PlatformError(f"cannot grab hotkey {combo!r}: {why}", combo=combo, error_code=code)
         self.grabs += [(keycode, v) for v in variants]
         # The agent itself may be holding modifiers when the user reaches for the hotkey
@@ -258,10 +266,11 @@ class X11WatchBackend:
                 if extra >> i & 1:
                     bits |= bit
             for lock in locks:
-                self.conn.grab_key(keycode, modifiers | bits | lock)
-                if self.conn.take_errors():
-                    self.conn.ungrab_key(keycode, modifiers | bits | lock)
-                    self.conn.take_errors()
+                with self.conn.trap() as refused:
+                    self.conn.grab_key(keycode, modifiers | bits | lock)
+                if refused:
+                    with self.conn.trap():  # not ours: its ungrab fails as well
+                        self.conn.ungrab_key(keycode, modifiers | bits | lock)
                 else:
                     self.grabs.append((keycode, modifiers | bits | lock))
         for bit in extras:
@@ -290,59 +299,57 @@ class X11WatchBackend:
                 self.conn.ungrab_key(keycode, variant)
             self.grabs.clear()
             with contextlib.suppress(Exception):
-                self.conn.take_errors()
+                self.conn.take_errors()  # the ungrabs' errors (if any) are of no use now
             self.conn.close()
 
 
 class Win32WatchBackend:
     """GetCursorPos polling and RegisterHotKey on the watcher thread's message queue.
 
-    ``user32``/``kernel32`` default to the real DLLs; tests pass recorded fakes.
+    ``user32``/``kernel32`` default to the shared system libraries; tests pass
+    :class:`~deskpilot._win32.Library` objects over recorded fakes.
     """
 
-    _MOD_BITS: ClassVar[dict[str, int]] = {"ctrl": _win32.MOD_CONTROL, "alt": _win32.MOD_ALT, "shift": _win32.MOD_SHIFT, "win": _win32.MOD_WIN}
+    _MOD_BITS: ClassVar[dict[str, int]] = {
+        "ctrl": win32.MOD_CONTROL, "alt": win32.MOD_ALT, "shift": win32.MOD_SHIFT, "win": win32.MOD_WIN,
+    }
 
-    def __init__(self, user32: Any = None, kernel32: Any = None) -> None:
-        self.user32 = user32 if user32 is not None else _win32.user32()
-        self.kernel32 = kernel32 if kernel32 is not None else _win32.kernel32()
+    def __init__(self, user32: Library | None = None, kernel32: Library | None = None) -> None:
+        self.user32 = user32 if user32 is not None else system_library("user32")
+        self.kernel32 = kernel32 if kernel32 is not None else system_library("kernel32")
         self.thread_id = int(self.kernel32.GetCurrentThreadId())
         self.ids: list[int] = []
-        self._msg = _win32.MSG()
 
     def bounds(self) -> Rect:
-        metric = self.user32.GetSystemMetrics
-        width = int(metric(_win32.SM_CXVIRTUALSCREEN))
-        height = int(metric(_win32.SM_CYVIRTUALSCREEN))
-        return Rect(int(metric(_win32.SM_XVIRTUALSCREEN)), int(metric(_win32.SM_YVIRTUALSCREEN)),
-                    max(1, width), max(1, height))
+        left, top, width, height = virtual_screen(self.user32)
+        return Rect(left, top, max(1, width), max(1, height))
 
     def pointer(self) -> tuple[int, int]:
-        point = _win32.POINT()
-        if not self.user32.GetCursorPos(ctypes.byref(point)):
-            # No interactive desktop (a locked workstation, a service): report nothing new.
-            raise PlatformError("GetCursorPos failed", call="GetCursorPos", error=_win32.last_error())
-        return int(point.x), int(point.y)
+        # Raises without an interactive desktop (a locked workstation, a service): the
+        # watcher then skips this poll.
+        return cursor_position(self.user32)
 
     def arm_hotkey(self, combo: str) -> None:
         mods, key = hotkey_parts(combo)
         if key.vk is None:
             raise PlatformError(f"hotkey {combo!r}: Windows has no key {key.name!r}", combo=combo)
-        bits = _win32.MOD_NOREPEAT
+        bits = win32.MOD_NOREPEAT
         for spec in mods:
             bits |= self._MOD_BITS[_GENERIC_MOD[spec.name]]
         hotkey_id = 0xB000 + len(self.ids)  # application ids live in 0x0000..0xBFFF
-        if not self.user32.RegisterHotKey(None, hotkey_id, bits, key.vk):
-            error = _win32.last_error()
+        try:
+            self.user32.RegisterHotKey(None, hotkey_id, bits, key.vk)
+        except PlatformError as exc:
+            error = exc.details.get("last_error", 0)
             why = ("another application already registered it"
-                   if error == _win32.ERROR_HOTKEY_ALREADY_REGISTERED else f"error {error}")
-            raise PlatformError(f"cannot register hotkey {combo!r}: {why}", combo=combo, error=error)
+                   if error == win32.ERROR_HOTKEY_ALREADY_REGISTERED else str(exc))
+            raise PlatformError(f"cannot register hotkey {combo!r}: {why}", combo=combo, error=error) from exc
         self.ids.append(hotkey_id)
 
     def _drain(self) -> bool:
         hit = False
-        msg = self._msg
-        while self.user32.PeekMessageW(ctypes.byref(msg), None, 0, 0, _win32.PM_REMOVE):
-            if msg.message == _win32.WM_HOTKEY and int(msg.wParam) in self.ids:
+        for message, wparam in drain_messages(self.user32):
+            if message == win32.WM_HOTKEY and wparam in self.ids:
                 hit = True
         return hit
 
@@ -350,13 +357,18 @@ class Win32WatchBackend:
         hit = self._drain()
         if hit or timeout <= 0:
             return hit
-        self.user32.MsgWaitForMultipleObjects(0, None, 0, max(0, int(timeout * 1000)), _win32.QS_ALLINPUT)
+        self.user32.MsgWaitForMultipleObjects(0, None, 0, max(0, int(timeout * 1000)), win32.QS_ALLINPUT)
         return self._drain()
 
     def close(self) -> None:
-        for hotkey_id in self.ids:
-            self.user32.UnregisterHotKey(None, hotkey_id)
-        self.ids.clear()
+        ids, self.ids = self.ids, []
+        for hotkey_id in ids:
+            try:
+                self.user32.UnregisterHotKey(None, hotkey_id)
+            except PlatformError as exc:
+                # This thread registered every id, so a failure means the registration
+                # is already gone: nothing to release. The other ids are still released.
+                log.warning("kill switch: %s", exc)
 
 
 def default_watch_backend() -> WatchBackend:

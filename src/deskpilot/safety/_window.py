@@ -14,15 +14,17 @@ be reached.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from deskpilot._errors import PlatformError
-from deskpilot.safety import _win32
+from deskpilot._win32 import Library, foreground_window, system_library
+
+if TYPE_CHECKING:
+    from deskpilot._x11 import XDisplay
 
 __all__ = [
     "Win32WindowReader",
@@ -73,18 +75,18 @@ class X11WindowReader:
 
     def __init__(self, display: str | None = None) -> None:
         self._display = display
-        self._conn: Any = None
+        self._conn: XDisplay | None = None
         self._lock = threading.Lock()
 
-    def _connection(self) -> Any:
+    def _connection(self) -> XDisplay:
         if self._conn is None:
-            from deskpilot.safety._x11 import Connection
+            from deskpilot._x11 import XDisplay
 
-            self._conn = Connection(self._display)
+            self._conn = XDisplay(PlatformError, self._display)
         return self._conn
 
-    def _describe(self, conn: Any, window: int) -> WindowInfo | None:
-        wm_class = conn.property(window, "WM_CLASS")
+    def _describe(self, conn: XDisplay, window: int) -> WindowInfo | None:
+        wm_class = conn.read_property(window, "WM_CLASS")
         title = conn.property_text(window, "_NET_WM_NAME")
         if title is None:
             title = conn.property_text(window, "WM_NAME")
@@ -127,36 +129,19 @@ class X11WindowReader:
 
 
 class Win32WindowReader:
-    """Foreground-window reader over user32 (a fake with the same functions in tests)."""
+    """Foreground-window reader over user32 (a Library over a recorded fake in tests)."""
 
-    #: GetClassNameW's documented maximum class-name length is 256.
-    CLASS_CHARS = 257
-
-    def __init__(self, user32: Any = None) -> None:
+    def __init__(self, user32: Library | None = None) -> None:
         self._user32 = user32
 
-    def _dll(self) -> Any:
-        if self._user32 is None:
-            self._user32 = _win32.user32()
-        return self._user32
-
     def active(self) -> WindowInfo | None:
-        user32 = self._dll()
-        hwnd = user32.GetForegroundWindow()
-        if not hwnd:
+        if self._user32 is None:
+            self._user32 = system_library("user32")
+        window = foreground_window(self._user32)
+        if window is None:
             return None
-        length = int(user32.GetWindowTextLengthW(hwnd))
-        title_buf = _win32.utf16_buffer(length + 1)
-        copied = int(user32.GetWindowTextW(hwnd, title_buf, length + 1)) if length > 0 else 0
-        class_buf = _win32.utf16_buffer(self.CLASS_CHARS)
-        class_len = int(user32.GetClassNameW(hwnd, class_buf, self.CLASS_CHARS))
-        pid = _win32.DWORD()
-        user32.GetWindowThreadProcessId(hwnd, ctypes.byref(pid))
         return WindowInfo(
-            title=_win32.utf16_text(title_buf, copied),
-            wm_class=_win32.utf16_text(class_buf, class_len),
-            pid=int(pid.value) or None,
-            handle=int(hwnd),
+            title=window.title, wm_class=window.class_name, pid=window.pid, handle=window.handle
         )
 
     def close(self) -> None:
