@@ -27,21 +27,13 @@ from deskpilot.agent._config import (
 )
 from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._history import History
-from deskpilot.agent._loop import (
-    ModeResult,
-    Observation,
-    RunResult,
-    Session,
-    StepLimit,
-    Turn,
-    run_agent,
-    run_agent_async,
-)
 from deskpilot.agent._modes import ModeSpec, discover_modes, get_mode
 from deskpilot.agent._prompts import system_prompt
+from deskpilot.agent._run import RunResult, run_agent, run_agent_async
 from deskpilot.agent._runlog import RunLog, iter_turns, load_summary, validate_run_dir
 from deskpilot.agent._scenarios import Scenario, all_scenarios, resolve_scenario
 from deskpilot.agent._screen import Screen, Shot
+from deskpilot.agent._session import ModeResult, Observation, Session, Turn
 from deskpilot.agent._settle import SettlePolicy, settle
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import (
@@ -79,7 +71,6 @@ __all__ = [
     "Session",
     "SettlePolicy",
     "Shot",
-    "StepLimit",
     "Tool",
     "ToolCall",
     "ToolContext",

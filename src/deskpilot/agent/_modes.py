@@ -1,7 +1,7 @@
 """Agent modes: discovery and lookup.
 
 A mode is *prompts + a tool set + a turn policy* over the shared machinery of
-:class:`~deskpilot.agent._loop.Session`. Modes live in modules named
+:class:`~deskpilot.agent._session.Session`. Modes live in modules named
 ``deskpilot/agent/_mode_<name>.py`` or subpackages ``deskpilot/agent/<name>/`` whose
 ``__init__`` defines ``MODE = ModeSpec(...)`` (or ``MODES = [...]``); they are found by
 name, so adding a mode touches no existing file::
@@ -40,7 +40,7 @@ from deskpilot._errors import ConfigError
 from deskpilot.agent._config import AgentConfig, register_section
 
 if TYPE_CHECKING:
-    from deskpilot.agent._loop import ModeResult, Session
+    from deskpilot.agent._session import ModeResult, Session
 
 __all__ = ["Mode", "ModeSpec", "discover_modes", "get_mode"]
 
