@@ -285,26 +285,7 @@ class _Run:
         self.redaction, self.exchange = _open_records(config, runlog, mode)
         stack.callback(self._close_files)
         self.stop.shutdown.phase = "running"
-        runlog.write_run_info(
-            {
-                "task": self.task,
-                "scenario": self.scenario.as_dict() if self.scenario else None,
-                "mode": self.mode_name,
-                "toolset": config.agent.toolset,
-                "config": config.as_dict(),
-                "config_sources": dict(config.sources),
-                "config_file": str(config.file) if config.file else None,
-                "deskpilot": __version__,
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "imaging_backend": imaging.BACKEND,
-                "started": round(self.started, 3),
-                "pid": os.getpid(),
-            }
-        )
-        runlog.write_summary(
-            {"task": self.task, "mode": self.mode_name, "outcome": "running", "started": round(self.started, 3)}
-        )
+        self._write_run_info()
         client = self._client(transport)
         stack.push_async_callback(self._close_client, client)
         if sys.platform == "win32":
@@ -354,6 +335,39 @@ class _Run:
                 guard.killswitch.add_callback(lambda trip: self.stop.from_thread(_trip_reason(trip)))
             # Arming grabs the hotkey over a new X connection: off the event loop.
             await asyncio.to_thread(guard.start)
+        self._report_start(first.mapping.describe())
+        # Wall time is always bounded, by the loop itself: agent.max_seconds, else the
+        # safety hard cap, with or without the kill switch (whose budget watcher stops
+        # the run too when it runs) and with --no-safety.
+        timer = loop.call_later(self.limits.wall_seconds, self._time_up)
+        stack.callback(timer.cancel)
+        return session
+
+    def _write_run_info(self) -> None:
+        config, runlog = self.config, self.runlog
+        runlog.write_run_info(
+            {
+                "task": self.task,
+                "scenario": self.scenario.as_dict() if self.scenario else None,
+                "mode": self.mode_name,
+                "toolset": config.agent.toolset,
+                "config": config.as_dict(),
+                "config_sources": dict(config.sources),
+                "config_file": str(config.file) if config.file else None,
+                "deskpilot": __version__,
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "imaging_backend": imaging.BACKEND,
+                "started": round(self.started, 3),
+                "pid": os.getpid(),
+            }
+        )
+        runlog.write_summary(
+            {"task": self.task, "mode": self.mode_name, "outcome": "running", "started": round(self.started, 3)}
+        )
+
+    def _report_start(self, screen: dict[str, Any]) -> None:
+        config = self.config
         self.reporter.start(
             {
                 "task": self.task,
@@ -362,19 +376,13 @@ class _Run:
                 "toolset": config.agent.toolset,
                 "model": config.model.model,
                 "endpoint": config.model.endpoint,
-                "run_dir": str(runlog.path),
+                "run_dir": str(self.runlog.path),
                 "max_steps": self.limits.max_steps,
-                "screen": first.mapping.describe(),
+                "screen": screen,
                 "input": "dry-run" if config.agent.dry_run else config.screen.input_backend,
-                "safety": describe_guard(guard),
+                "safety": describe_guard(self.guard),
             }
         )
-        # Wall time is always bounded, by the loop itself: agent.max_seconds, else the
-        # safety hard cap, with or without the kill switch (whose budget watcher stops
-        # the run too when it runs) and with --no-safety.
-        timer = loop.call_later(self.limits.wall_seconds, self._time_up)
-        stack.callback(timer.cancel)
-        return session
 
     def _client(self, transport: httpx.AsyncBaseTransport | None) -> ChatClient:
         model = self.config.model

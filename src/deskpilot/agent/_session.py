@@ -204,8 +204,6 @@ class Session:
         limits: RunLimits,
         guard: SafetyGuard | None = None,
         redaction: RunRedaction | None = None,
-        damage: DamageSource | None = None,
-        settle_signal: str = "poll",
     ) -> None:
         self.config = config
         #: How records and log lines are redacted (None: they are not).
@@ -234,11 +232,12 @@ class Session:
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(limits.no_effect_repeats)
-        #: Drawing notifications to settle on (X11 DAMAGE), or None to poll.
-        self.damage = damage
+        #: Drawing notifications to settle on (X11 DAMAGE), or None to poll; the run
+        #: opens them once the session exists (and :meth:`wind_down` closes them).
+        self.damage: DamageSource | None = None
         #: What the adaptive settle waits on: "damage", or "poll" (with the reason when
         #: DAMAGE was wanted but could not be had).
-        self.settle_signal = settle_signal
+        self.settle_signal = "poll"
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
