@@ -22,6 +22,11 @@ name, so adding a mode touches no existing file::
         flags=lambda args: {"team.variant": args.variant},
     )
 
+Before each model request a mode checks ``session.step_limit()`` and returns it when it
+is not None (the run's ``max_steps`` ending, a value); a mode with a step bound of its
+own exposes it as a ``max_steps`` attribute, which the run's limits take
+(:mod:`._limits`).
+
 ``deskpilot run --mode`` offers every discovered mode; ``add_arguments`` adds the mode's
 own flags to ``deskpilot run`` (use names no other mode uses) and ``flags`` maps them to
 ``section.key`` config flags (``None`` = not given).
