@@ -14,8 +14,9 @@ import orjson
 import pytest
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._loop import Session, build_guard, describe_guard, drives_desktop
 from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
+from deskpilot.agent._run import build_guard, describe_guard, drives_desktop
+from deskpilot.agent._session import Session
 from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
 from deskpilot.input import DryBackend, InputController
 from deskpilot.safety import SafetyGuard

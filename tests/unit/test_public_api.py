@@ -41,7 +41,6 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "Screen",
         "Session",
         "Shot",
-        "StepLimit",
         "Tool",
         "ToolContext",
         "ToolOutcome",
@@ -300,9 +299,9 @@ ALLOWED_EXTRAS: dict[str, set[str]] = {
     "deskpilot.cli": {"COMMANDS", "DeskpilotError", "NAMES_HELP", "RunInterrupted", "build_parser"},
 }
 
-#: Exceptions exported outside deskpilot.errors on purpose. StepLimit ends the agent loop
-#: from inside (control flow, not an error a caller handles); the loop rework replaces it.
-NOT_IN_ERROR_TREE = {"StepLimit"}
+#: Exceptions exported outside deskpilot.errors on purpose (none: a run's ending, the step
+#: limit included, is an outcome value, not an exception).
+NOT_IN_ERROR_TREE: set[str] = set()
 
 #: Where each exception that moved into deskpilot._errors was defined before; those
 #: imports keep working.

@@ -23,8 +23,8 @@ import orjson
 import pytest
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._loop import Session
 from deskpilot.agent._modes import ModeSpec, discover_modes, register_mode
+from deskpilot.agent._session import Session
 from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.team import MODE, VARIANTS, TeamMode, TeamVariant
 from deskpilot.input import DryBackend, InputController

@@ -16,20 +16,12 @@ act with adaptive settle, observe), :class:`RunLog` (the run directory), and
 from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig, load_config, register_section, setting
 from deskpilot.agent._history import History
-from deskpilot.agent._loop import (
-    ModeResult,
-    Observation,
-    RunResult,
-    Session,
-    StepLimit,
-    Turn,
-    run_agent,
-    run_agent_async,
-)
 from deskpilot.agent._modes import ModeSpec
+from deskpilot.agent._run import RunResult, run_agent, run_agent_async
 from deskpilot.agent._runlog import RunLog, iter_turns, load_summary, validate_run_dir
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import Screen, Shot
+from deskpilot.agent._session import ModeResult, Observation, Session, Turn
 from deskpilot.agent._tools import (
     Tool,
     ToolContext,
@@ -55,7 +47,6 @@ __all__ = [
     "Screen",
     "Session",
     "Shot",
-    "StepLimit",
     "Tool",
     "ToolContext",
     "ToolOutcome",

@@ -163,7 +163,7 @@ def phase_table(phases: Mapping[str, Mapping[str, Any]], title: str = "per-phase
 
 
 class ConsoleReporter:
-    """The :class:`~deskpilot.agent._loop.Reporter` that prints with rich."""
+    """The :class:`~deskpilot.agent._session.Reporter` that prints with rich."""
 
     def __init__(self, console: Console | None = None, *, live: bool = True, model_label: str | None = None) -> None:
         self.console = console or Console(highlight=False)

@@ -25,8 +25,9 @@ from typing import Any
 from deskpilot._errors import ConfigError, DeskpilotError, PlatformError
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._demo_app import TARGET_RGB
-from deskpilot.agent._loop import Reporter, RunResult, run_agent
+from deskpilot.agent._run import RunResult, run_agent
 from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
+from deskpilot.agent._session import Reporter
 
 __all__ = ["DEMO_MODES", "DemoApp", "DemoResult", "demo_policy", "run_demo", "virtual_display"]
 

@@ -33,9 +33,9 @@ import orjson
 
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History
-from deskpilot.agent._loop import ModeResult, Observation, Session, Turn
 from deskpilot.agent._modes import ModeSpec
 from deskpilot.agent._prompts import observation_text, system_prompt
+from deskpilot.agent._session import ModeResult, Observation, Session, Turn
 from deskpilot.agent._toolcalls import CALL_MARKERS, ToolCall, strip_think
 from deskpilot.agent._tools import ToolOutcome, ToolSet, err_payload, toolset
 
@@ -129,6 +129,9 @@ class SingleMode:
                     early["call"] = call
                     early["task"] = asyncio.ensure_future(session.act(t, call, self.tools))
 
+            ended = session.step_limit()
+            if ended is not None:
+                return ended
             try:
                 turn, completion = await session.ask(history, on_tool_call=start_early if stream else None)
             except BaseException:

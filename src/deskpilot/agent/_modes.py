@@ -1,7 +1,7 @@
 """Agent modes: discovery and lookup.
 
 A mode is *prompts + a tool set + a turn policy* over the shared machinery of
-:class:`~deskpilot.agent._loop.Session`. Modes live in modules named
+:class:`~deskpilot.agent._session.Session`. Modes live in modules named
 ``deskpilot/agent/_mode_<name>.py`` or subpackages ``deskpilot/agent/<name>/`` whose
 ``__init__`` defines ``MODE = ModeSpec(...)`` (or ``MODES = [...]``); they are found by
 name, so adding a mode touches no existing file::
@@ -22,6 +22,11 @@ name, so adding a mode touches no existing file::
         flags=lambda args: {"team.variant": args.variant},
     )
 
+Before each model request a mode checks ``session.step_limit()`` and returns it when it
+is not None (the run's ``max_steps`` ending, a value); a mode with a step bound of its
+own exposes it as a ``max_steps`` attribute, which the run's limits take
+(:mod:`._limits`).
+
 ``deskpilot run --mode`` offers every discovered mode; ``add_arguments`` adds the mode's
 own flags to ``deskpilot run`` (use names no other mode uses) and ``flags`` maps them to
 ``section.key`` config flags (``None`` = not given).
@@ -40,7 +45,7 @@ from deskpilot._errors import ConfigError
 from deskpilot.agent._config import AgentConfig, register_section
 
 if TYPE_CHECKING:
-    from deskpilot.agent._loop import ModeResult, Session
+    from deskpilot.agent._session import ModeResult, Session
 
 __all__ = ["Mode", "ModeSpec", "discover_modes", "get_mode"]
 

@@ -94,7 +94,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from deskpilot.agent._console import ConsoleReporter
     from deskpilot.agent._demo import DemoResult, run_demo, virtual_display
-    from deskpilot.agent._loop import NullReporter
+    from deskpilot.agent._session import NullReporter
 
     use_builtin = args.endpoint is None
     console = Console(highlight=False)

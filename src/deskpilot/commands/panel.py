@@ -75,8 +75,9 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._loop import NullReporter, run_agent
+    from deskpilot.agent._run import run_agent
     from deskpilot.agent._runlog import dumps_json
+    from deskpilot.agent._session import NullReporter
     from deskpilot.agent.stateless import flags
     from deskpilot.commands.run import config_from_args
 

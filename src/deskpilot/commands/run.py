@@ -199,9 +199,10 @@ def _mode_flags(args: argparse.Namespace) -> dict[str, Any]:
 def handle(args: argparse.Namespace) -> int:
     from deskpilot._errors import ConfigError
     from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._loop import NullReporter, run_agent
+    from deskpilot.agent._run import run_agent
     from deskpilot.agent._runlog import dumps_json
     from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
+    from deskpilot.agent._session import NullReporter
 
     config = config_from_args(args, _mode_flags(args))
     ref = args.scenario or " ".join(args.task).strip()

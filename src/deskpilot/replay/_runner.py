@@ -361,7 +361,7 @@ def _recorded_confirmations(recording: Recording, notes: list[str]) -> Callable[
 
 def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> ReplayResult:
     """Replay a recorded run (see the module docstring); returns what differed."""
-    from deskpilot.agent._loop import run_agent
+    from deskpilot.agent._run import run_agent
     from deskpilot.testing import ModelServer
 
     options = options or ReplayOptions()

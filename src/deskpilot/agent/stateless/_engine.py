@@ -46,14 +46,12 @@ import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import ActionDeniedError, DeskpilotError, StatelessError
-from deskpilot._untrusted import token_count
-from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
-from deskpilot.agent._loop import ModeResult, RunResult, Session, StepLimit, Turn, run_agent
+from deskpilot.agent._run import RunResult, run_agent
 from deskpilot.agent._runlog import LineFile, RunLog, RunLogError
 from deskpilot.agent._screen import CapturerScreen
-from deskpilot.agent._settle import settle
+from deskpilot.agent._session import ModeResult, Session, Turn
 from deskpilot.agent._toolcalls import strip_think
 from deskpilot.agent._tools import Hands, err_payload
 from deskpilot.agent.stateless._config import StatelessSettings, output_size
@@ -167,19 +165,11 @@ class StatelessEngine:
                     return step
                 text, reply_at = step
         except BaseException as exc:
-            if isinstance(exc, StepLimit):
-                ended = "max_steps"
-            elif isinstance(exc, DeskpilotError):
-                ended = "error"
+            if isinstance(exc, DeskpilotError):
                 self.state.set_phase("error", f"{type(exc).__name__}: {exc}")
+                self._close_open_turn("error")
             else:
-                ended = "interrupted"
-            if ended != "error":
-                self.state.set_phase("stopped")
-            turn = self._turn
-            if turn is not None and not turn.closed:
-                turn.record.setdefault("ended_by", ended)
-                self.session.close_turn(turn)
+                self._stopped("interrupted")
             raise
         finally:
             if self._capturer is not None:
@@ -191,6 +181,17 @@ class StatelessEngine:
             if self.dry is not None:
                 self.dry.close()
             self._stop_log_file()
+
+    def _stopped(self, ended: str) -> None:
+        """The run stops without an answer (``max_steps``, or a stop from outside)."""
+        self.state.set_phase("stopped")
+        self._close_open_turn(ended)
+
+    def _close_open_turn(self, ended: str) -> None:
+        turn = self._turn
+        if turn is not None and not turn.closed:
+            turn.record.setdefault("ended_by", ended)
+            self.session.close_turn(turn)
 
     async def _setup(self) -> None:
         s = self.settings
@@ -438,11 +439,8 @@ class StatelessEngine:
             "png_bytes": len(annotated.png),
             "annotation": how,
         }
-        problem = getattr(self._capturer, "cursor_problem", None)
-        if problem is not None and not session.cursor_problem_noted:
-            # Once per run, as in the other modes: frames go on without the cursor.
-            session.cursor_problem_noted = True
-            turn.record["observation"]["cursor_missing"] = problem
+        # Once per run, as in the other modes: frames go on without the cursor.
+        session.note_cursor_problem(turn.record["observation"], getattr(self._capturer, "cursor_problem", None))
         turn.record["result"] = {
             "ok": all(error is None for _, error in executed),
             "actions_run": len(executed),
@@ -462,7 +460,6 @@ class StatelessEngine:
             self.state.set_phase("done")
             turn.record["final"] = True
             turn.record["answer"] = out.observation
-            session.last_content = text
             session.close_turn(turn)
             self._turn = None
             return ModeResult("answered", out.observation, extra={"stateless": self._summary()})
@@ -477,41 +474,22 @@ class StatelessEngine:
             self._turn = None
             return injected, time.perf_counter()
 
-        try:
-            session.check_limits()
-        except StepLimit:
+        ended = session.step_limit()
+        if ended is not None:
             # The last screenshot and its records still belong to the run.
             self._finish_records(turn, number, out, text, await raw_task, annotated, how)
             turn.record["ended_by"] = "max_steps"
-            raise
+            self._stopped("max_steps")
+            return ended
         self.state.set_phase("calling_model")
         with turn.timer.phase("request_build"):
             body = self._request_body(out, executed, annotated.png, number)
-        request_at = time.perf_counter()
-        session.totals["requests"] += 1
-        session.totals["request_bytes"] += len(body)
-        session.totals["images_sent"] += 1
-        turn.record["request"] = {"messages": 2, "images": 1, "bytes": len(body)}
-        session.reporter.phase(number, "model")
-        model_task = asyncio.ensure_future(
-            session.client.complete(body, context={"turn": number, "role": "stateless"})
-        )
-        try:
+
+        async def finish_records() -> None:
             raw = await raw_task  # finished while the model thinks
             self._finish_records(turn, number, out, text, raw, annotated, how)
-            completion: Completion = await model_task
-        finally:
-            if not model_task.done():
-                model_task.cancel()
-            turn.timer.add("model", (time.perf_counter() - request_at) * 1000)
-            session.steps += 1
-        replied = time.perf_counter()
-        usage = completion.usage or {}
-        session.totals["prompt_tokens"] += token_count(usage.get("prompt_tokens"))
-        session.totals["completion_tokens"] += token_count(usage.get("completion_tokens"))
-        session.last_content = completion.content
-        turn.record["model"] = completion.as_record()
-        session.close_turn(turn, request_at=request_at)
+
+        completion, replied = await session.send(turn, body, images=1, meanwhile=finish_records())
         self._turn = None
         self._finish_reason = completion.finish_reason
         if (
@@ -530,7 +508,6 @@ class StatelessEngine:
     def _request_body(
         self, out: VlmOutput, executed: list[tuple[Action, str | None]], png: bytes, number: int
     ) -> bytes:
-        model = self.session.config.model
         history = History(self.system, keep_last_screenshots=1, keep_last_thinks=0)
         text = user_text(
             out.observation,
@@ -541,17 +518,7 @@ class StatelessEngine:
         )
         history.add_observation(png_data_url(png), text=text, label=f"turn {number}")
         # The server profile decides the token-limit field and whether temperature goes.
-        args = self.session.profile.request_args(
-            temperature=model.temperature, max_tokens=model.max_tokens
-        )
-        return history.build_request(
-            model=model.model,
-            tools=[],
-            temperature=args["temperature"],
-            max_tokens=args["max_tokens"],
-            stream=model.stream,
-            extra={"top_p": self.settings.top_p, **(args["extra"] or {})},
-        )
+        return self.session.request_body(history, tools=[], extra={"top_p": self.settings.top_p})
 
     # ------------------------------------------------------------------ actions
     def _physical(self, action: Action) -> dict[str, Any]:
@@ -685,7 +652,7 @@ class StatelessEngine:
     # ------------------------------------------------------------------ screen
     async def _on_capture(self, fn: Callable[[], R]) -> R:
         # The session's capture thread owns the X connection / GDI DC of its screen.
-        return await self.session._capture.call(fn)
+        return await self.session.call_on_capture(fn)
 
     def _grab(self) -> _Frame:
         """Runs on the capture thread: the working area at the model's image size."""
@@ -703,19 +670,11 @@ class StatelessEngine:
         return _Frame(rgb, self.mapping, imaging.frame_digest(rgb))
 
     async def _capture(self, turn: Turn) -> _Frame:
-        async def probe() -> tuple[int, _Frame]:
-            started = time.perf_counter()
-            frame = await self._on_capture(self._grab)
-            turn.timer.add("capture", (time.perf_counter() - started) * 1000)
+        def grab() -> tuple[int, _Frame]:
+            frame = self._grab()
             return frame.digest, frame
 
-        before = turn.timer.phases.get("capture", 0.0)
-        started = time.perf_counter()
-        result = await settle(probe, self.session.settle_policy)
-        grabbed = turn.timer.phases.get("capture", 0.0) - before
-        turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
-        turn.record["settle"] = result.as_dict()
-        return result.payload
+        return await self.session.settle_on(turn, grab)
 
     # ------------------------------------------------------------------ images
     def _path(self, number: int, kind: str) -> tuple[str, Path]:

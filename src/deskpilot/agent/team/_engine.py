@@ -50,8 +50,8 @@ from deskpilot._errors import DeskpilotError
 from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History
-from deskpilot.agent._loop import ModeResult, Session, StepLimit, Turn
 from deskpilot.agent._modes import ModeSpec
+from deskpilot.agent._session import ModeResult, Session, Turn
 from deskpilot.agent._toolcalls import ToolCall, strip_think
 from deskpilot.agent._tools import ToolError, err_payload
 from deskpilot.agent.team._common import (
@@ -173,7 +173,6 @@ class TeamMode:
     # ------------------------------------------------------------------ run
     async def run(self, session: Session) -> ModeResult:
         p, v = self.params, self.variant
-        session.max_steps = p.max_steps
         memory = AgentMemory(p.compression_threshold, p.context_actions, p.loop_recovery_cooldown)
         state = TeamState(session.task, v, p.review_interval, memory)
         self.state = state
@@ -216,8 +215,10 @@ class TeamMode:
             log.screenshot(initial.screenshot)
             while True:
                 number = session.steps + 1
-                if session.steps >= session.max_steps:
-                    outcome, answer = "max_steps", strip_think(session.last_content)
+                # One model request per turn: the bound is checked once, here.
+                ended = session.step_limit()
+                if ended is not None:
+                    outcome, answer = ended.outcome, ended.answer
                     break
                 before = state.mode_name
                 switch = state.begin_turn(number)
@@ -233,8 +234,6 @@ class TeamMode:
                 if result is not None:
                     outcome, answer = result.outcome, result.answer
                     break
-        except StepLimit:
-            outcome, answer = "max_steps", strip_think(session.last_content)
         except asyncio.CancelledError:
             self._debrief(log, state, "interrupted", "", None)
             log.close()
@@ -323,10 +322,9 @@ class TeamMode:
             result = state.memory.apply_compression(
                 args.summary, args.patterns, args.archived_turns
             )
-            session.totals["tool_calls"] += 1
+            session.count(tool_calls=1, tool_errors=0 if result.ok else 1)
             payload = self._archive_payload(result)
             if not result.ok:
-                session.totals["tool_errors"] += 1
                 self.stats["bad_outputs"] += 1
                 state.note(
                     "planner",
@@ -367,7 +365,7 @@ class TeamMode:
         before = state.mode_name
         if plan is not None:
             args_plan = cast(PlanArgs, plan.args)
-            session.totals["tool_calls"] += 1
+            session.count(tool_calls=1)
             content = strip_think(completion.content)
             switch = state.set_plan(args_plan.instructions, content)
             payload = {
@@ -644,7 +642,7 @@ class TeamMode:
         message = "the answer had no tool call; call exactly ONE tool per turn"
         payload = err_payload("no_tool_call", message)
         turn.record["result"] = payload
-        session.totals["tool_errors"] += 1
+        session.count(tool_errors=1)
         state.memory.add_action(
             ActionRecord(
                 turn.number,
@@ -715,7 +713,7 @@ class TeamMode:
         )
         if report.performed:
             # The next executor screenshot must show the screen after the recovery.
-            session.settled = await session.capture(turn, settle_first=True)
+            await session.recapture(turn)
 
 
 # ---------------------------------------------------------------------- mode registration
