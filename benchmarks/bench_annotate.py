@@ -195,7 +195,7 @@ def bench_browser(rounds: int, figures: dict[str, float]) -> list[str]:
     from deskpilot import imaging
     from deskpilot.imaging._overlay import OverlayStyle
     from deskpilot.panel import PanelServer, PanelState
-    from deskpilot.panel._chromium import Chromium, find_chromium
+    from deskpilot.testing._chromium import Chromium, find_chromium
 
     if find_chromium() is None:
         return ["   seed browser round trip: skipped (no Chromium; apt-get install chromium)"]
@@ -313,7 +313,7 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
             search_default=False,
         )
         if annotate == "browser":
-            from deskpilot.panel._chromium import Chromium
+            from deskpilot.testing._chromium import Chromium
 
             browser = Chromium()
         runner = threading.Thread(

@@ -194,7 +194,7 @@ class PacedServer:
 
 @contextmanager
 def _desk() -> Iterator[Any]:
-    from deskpilot.agent._simulated import SimulatedDesktop
+    from deskpilot.testing._desktop import SimulatedDesktop
 
     class TimedDesk(SimulatedDesktop):
         acted: list[float]

@@ -1,7 +1,7 @@
 """``deskpilot demo``: the agent on a (virtual) display against the built-in model server.
 
 Steps: start Xvfb when there is no display (``-displayfd``, so the display number never
-collides), start the Tk demo app (:mod:`._demo_app`), start the local model server
+collides), start the Tk demo app (:mod:`deskpilot.testing._demo_app`), start the local model server
 with the pixel-reading policy (unless an endpoint is given: then a real LM Studio
 drives it), run the agent with real capture and real input, check what the app
 received, stop everything. Also used by the integration tests.
@@ -24,7 +24,6 @@ from typing import Any
 
 from deskpilot._errors import ConfigError, DeskpilotError, PlatformError
 from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._loop import Reporter, RunResult, run_agent
 from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
 
@@ -84,7 +83,7 @@ class DemoApp:
     def __init__(self, events_path: Path, *, geometry: str | None = None, timeout: float = 20.0) -> None:
         self.events_path = events_path
         events_path.write_text("", encoding="utf-8")
-        cmd = [sys.executable, "-m", "deskpilot.agent._demo_app", "--events", str(events_path)]
+        cmd = [sys.executable, "-m", "deskpilot.testing._demo_app", "--events", str(events_path)]
         if geometry:
             cmd += ["--geometry", geometry]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, text=True)
@@ -184,8 +183,8 @@ DEMO_MODES = ("single", "team", "stateless")
 
 def demo_policy(mode: str) -> Any:
     """The built-in pixel-reading model for ``mode``, speaking that mode's protocol."""
-    from deskpilot.agent._demo_app import CLICKED_RGB
     from deskpilot.testing import PixelPolicy, StatelessPolicy, TeamPolicy
+    from deskpilot.testing._demo_app import CLICKED_RGB, TARGET_RGB
 
     if mode == "team":
         return TeamPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=DEMO_TEXT, key="enter")
