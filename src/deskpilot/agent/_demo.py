@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -35,46 +34,15 @@ Record = dict[str, Any]
 @contextlib.contextmanager
 def virtual_display(size: tuple[int, int] = (1920, 1080), *, timeout: float = 15.0) -> Iterator[str]:
     """Start Xvfb, point ``DISPLAY`` at it for the block, stop it after."""
-    if shutil.which("Xvfb") is None:
+    from deskpilot.testing._xvfb import xvfb
+
+    if shutil.which("Xvfb") is None:  # the demo's own advice: a desktop works too
         raise PlatformError(
             "there is no display and Xvfb is not installed: install it (apt-get install xvfb) or run on a desktop",
             program="Xvfb",
         )
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{size[0]}x{size[1]}x24",
-         "-nolisten", "tcp", "-noreset", "+extension", "XFIXES", "+extension", "XTEST"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    number = ""
-    try:
-        with os.fdopen(read_fd) as pipe:
-            import select
-
-            ready, _, _ = select.select([pipe], [], [], timeout)
-            if ready:
-                number = pipe.readline().strip()
-        if not number:
-            raise PlatformError(f"Xvfb did not start within {timeout:g} s", program="Xvfb")
-        old = os.environ.get("DISPLAY")
-        os.environ["DISPLAY"] = f":{number}"
-        try:
-            yield f":{number}"
-        finally:
-            if old is None:
-                os.environ.pop("DISPLAY", None)
-            else:
-                os.environ["DISPLAY"] = old
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    with xvfb(size, timeout=timeout) as display:
+        yield display
 
 
 class DemoApp:
