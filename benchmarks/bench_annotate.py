@@ -40,8 +40,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _xvfb import corpus_images, screen_with_picture
 
 SIZE = (1536, 864)

@@ -31,12 +31,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import orjson
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TRAILING = (
     "I clicked it; next I will look at the screen again to check that the change took effect. "
