@@ -9,13 +9,14 @@ the corpus screenshots (``benchmarks/corpus/*.png`` in the repository, or
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from deskpilot.testing._xvfb import xvfb as start_xvfb
 
 __all__ = ["corpus_images", "screen_with_picture"]
 
@@ -72,46 +73,21 @@ def screen_with_picture(
 ) -> Iterator[tuple[str, Path]]:
     """Start Xvfb, show ``picture`` (default: the first corpus screenshot, else a synthetic
     one) full screen and set DISPLAY; yields (display, picture)."""
-    if shutil.which("Xvfb") is None:
-        raise RuntimeError("Xvfb is not installed (apt-get install xvfb)")
-    read_fd, write_fd = os.pipe()
-    server = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
-         "-nolisten", "tcp", "-noreset", "+extension", "XFIXES", "+extension", "XTEST"],
-        pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    with os.fdopen(read_fd) as pipe:
-        number = pipe.readline().strip()
-    old = os.environ.get("DISPLAY")
-    viewer: subprocess.Popen[str] | None = None
-    with tempfile.TemporaryDirectory(prefix="deskpilot-bench-") as tmp:
+    # a generous deadline: a loaded machine can be slow to start it, a hung one still fails
+    with start_xvfb((width, height), timeout=60.0) as display, tempfile.TemporaryDirectory(
+        prefix="deskpilot-bench-"
+    ) as tmp:
+        if picture is None:
+            found = corpus_images()
+            picture = found[0] if found else _synthetic(Path(tmp) / "synthetic.png", width, height)
+        viewer = subprocess.Popen(
+            [sys.executable, "-c", _SHOW, str(picture)], stdout=subprocess.PIPE, text=True
+        )
         try:
-            if not number:
-                raise RuntimeError("Xvfb did not start")
-            display = f":{number}"
-            os.environ["DISPLAY"] = display
-            if picture is None:
-                found = corpus_images()
-                picture = found[0] if found else _synthetic(Path(tmp) / "synthetic.png", width, height)
-            viewer = subprocess.Popen(
-                [sys.executable, "-c", _SHOW, str(picture)], stdout=subprocess.PIPE, text=True
-            )
             assert viewer.stdout is not None
             if viewer.stdout.readline().strip() != "ready":
                 raise RuntimeError("the picture viewer did not start")
             yield display, picture
         finally:
-            if viewer is not None:
-                viewer.kill()
-                viewer.wait(timeout=5)
-            if old is None:
-                os.environ.pop("DISPLAY", None)
-            else:
-                os.environ["DISPLAY"] = old
-            server.terminate()
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait(timeout=5)
+            viewer.kill()
+            viewer.wait(timeout=5)

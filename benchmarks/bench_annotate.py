@@ -40,8 +40,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _xvfb import corpus_images, screen_with_picture
 
 SIZE = (1536, 864)
@@ -195,7 +193,7 @@ def bench_browser(rounds: int, figures: dict[str, float]) -> list[str]:
     from deskpilot import imaging
     from deskpilot.imaging._overlay import OverlayStyle
     from deskpilot.panel import PanelServer, PanelState
-    from deskpilot.panel._chromium import Chromium, find_chromium
+    from deskpilot.testing._chromium import Chromium, find_chromium
 
     if find_chromium() is None:
         return ["   seed browser round trip: skipped (no Chromium; apt-get install chromium)"]
@@ -313,7 +311,7 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
             search_default=False,
         )
         if annotate == "browser":
-            from deskpilot.panel._chromium import Chromium
+            from deskpilot.testing._chromium import Chromium
 
             browser = Chromium()
         runner = threading.Thread(

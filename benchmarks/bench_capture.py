@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _xvfb import corpus_images, screen_with_picture
 
 SIZE = (1536, 864)

@@ -31,12 +31,9 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import orjson
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 TRAILING = (
     "I clicked it; next I will look at the screen again to check that the change took effect. "
@@ -194,7 +191,7 @@ class PacedServer:
 
 @contextmanager
 def _desk() -> Iterator[Any]:
-    from deskpilot.agent._simulated import SimulatedDesktop
+    from deskpilot.testing._desktop import SimulatedDesktop
 
     class TimedDesk(SimulatedDesktop):
         acted: list[float]

@@ -29,14 +29,11 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from baselines import seed_png
 from deskpilot import imaging

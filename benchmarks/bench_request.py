@@ -162,8 +162,8 @@ def policy_run(keep: int, chunk: int, turns: int) -> dict[str, Any]:
     import tempfile
 
     from deskpilot.agent import load_config, run_agent
-    from deskpilot.agent._simulated import SimulatedDesktop
     from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+    from deskpilot.testing._desktop import SimulatedDesktop
 
     script: list[Any] = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 583]})])]
     for turn in range(1, turns):

@@ -28,8 +28,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _xvfb import screen_with_picture
 
 WARMUP = 25

@@ -40,8 +40,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from _tk_app import BOXES, read_events, repainting_app
 from _xvfb import screen_with_picture
 

@@ -4,6 +4,11 @@
 Benchmarks record their figures through the ``comparison`` fixture (:func:`record`); at the
 end of the run the terminal summary prints each table as markdown, with ratios against
 deskpilot.
+
+The helper modules beside the benchmarks (``_xvfb``, ``_tk_app``, ``baselines``) are imported
+as top-level modules, with no ``sys.path`` edits: ``python benchmarks/bench_X.py`` puts the
+script's folder first on ``sys.path``, and pytest's default (prepend) import mode does the same
+for ``benchmarks/``, which is no package (no ``__init__.py``), as tests/integration does.
 """
 
 from __future__ import annotations

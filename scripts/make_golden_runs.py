@@ -7,7 +7,7 @@
 
 Each golden run is a real run of the agent (the real loop, HTTP client, parser, tools,
 history and run log) against the scripted local test server on the simulated desktop
-(deskpilot.agent._simulated), at a small image size so the repository stays small.
+(deskpilot.testing._desktop), at a small image size so the repository stays small.
 Run this after an *intended* change of behaviour (a prompt, a tool payload, the
 geometry, pruning): the replay test fails until the recordings are regenerated, and the
 diff of tests/golden/ in the commit shows what changed.
@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from deskpilot.agent import load_config, run_agent  # noqa: E402
 from deskpilot.agent._modes import discover_modes  # noqa: E402
-from deskpilot.agent._simulated import SimulatedDesktop  # noqa: E402
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, ScriptedPolicy, tool_call  # noqa: E402
+from deskpilot.testing._desktop import SimulatedDesktop  # noqa: E402
 
 SMALL = {"screen.image_width": 384, "screen.image_height": 216}
 TARGET = [500, 412]  # centre of the simulated desktop's target (0..1000 over the full screen)

@@ -383,33 +383,23 @@ def wine_prefix(cache: Path, name: str = "prefix") -> Path:
 
 
 @contextlib.contextmanager
-def xvfb(size: str = "1920x1080x24") -> Iterator[str]:
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", size, "-nolisten", "tcp"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    try:
-        number = b""
-        deadline = time.monotonic() + 30
-        while not number.endswith(b"\n"):
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("Xvfb did not start")
-            chunk = os.read(read_fd, 16)
-            if not chunk:
-                raise SystemExit("Xvfb closed its display pipe without a display number")
-            number += chunk
-        yield f":{int(number)}"
-    finally:
-        os.close(read_fd)
-        proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        if proc.poll() is None:
-            proc.kill()
+def xvfb(size: tuple[int, int] = (1920, 1080)) -> Iterator[str]:
+    """A private Xvfb (deskpilot.testing's one start-up) for the Windows interpreter: only
+    ``-nolisten tcp``, and DISPLAY left alone (Wine gets it in its own environment).
+
+    Imported here, not at the top: scripts/build_win_wheel.py imports this file in the wheel
+    tools' venv, which has no deskpilot installed."""
+    from deskpilot._errors import PlatformError
+    from deskpilot.testing._xvfb import xvfb as start_xvfb
+
+    with contextlib.ExitStack() as stack:
+        try:
+            display = stack.enter_context(
+                start_xvfb(size, options=("-nolisten", "tcp"), timeout=30, set_display=False)
+            )
+        except PlatformError as exc:
+            raise SystemExit(str(exc)) from exc
+        yield display
 
 
 def _relay(stream: IO[bytes]) -> None:

@@ -124,6 +124,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Error messages quote what servers and models sent.
         print(terminal_text(f"deskpilot: error: {exc}"), file=sys.stderr)
         return 1
+    except ModuleNotFoundError as exc:
+        # `pip install deskpilot` is the capture library alone: name the missing extra.
+        from deskpilot._extras import missing_extra_message
+
+        message = missing_extra_message(exc)
+        if message is None:
+            raise
+        print(f"deskpilot: error: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

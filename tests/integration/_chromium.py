@@ -1,6 +1,6 @@
 """Headless Chromium for page tests that must also see what the page *said*.
 
-Builds on the shared CDP client (:class:`deskpilot.panel._chromium.Chromium`, pipe
+Builds on the shared CDP client (:class:`deskpilot.testing._chromium.Chromium`, pipe
 transport, read-only here) and adds what the report tests need:
 
 * DevTools events are kept (``Runtime.consoleAPICalled``, ``Runtime.exceptionThrown``,
@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from deskpilot.panel._chromium import BrowserError, Chromium, find_chromium
+from deskpilot.testing._chromium import BrowserError, Chromium, find_chromium
 
 __all__ = ["BrowserError", "EventChromium", "find_chromium"]
 

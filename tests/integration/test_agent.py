@@ -17,10 +17,10 @@ from apps.harness import keys_and_buttons_down
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._demo import DemoApp, run_demo
-from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._scenarios import DEMO_TEXT
 from deskpilot.geometry import Box, Mapping, Rect
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy, tool_call
+from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11
 

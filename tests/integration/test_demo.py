@@ -129,9 +129,9 @@ def test_testserver_pixel_policies_of_each_mode(policy: str, flags: list[str], x
 
 def test_demo_with_an_endpoint_uses_that_server(xvfb: str, tmp_path: Path) -> None:
     """`deskpilot demo --endpoint URL` (the LM Studio path) talks to the given server only."""
-    from deskpilot.agent._demo_app import TARGET_RGB
     from deskpilot.agent._scenarios import DEMO_TEXT
     from deskpilot.testing import PixelPolicy
+    from deskpilot.testing._demo_app import TARGET_RGB
 
     policy = PixelPolicy(TARGET_RGB, label="TARGET", text=DEMO_TEXT, steps=("click", "type", "key", "done"))
     with ModelServer(policy) as server:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from deskpilot.input import InputController
-from deskpilot.panel._chromium import BrowserError, Chromium, find_chromium
+from deskpilot.testing._chromium import BrowserError, Chromium, find_chromium
 
 pytestmark = pytest.mark.x11
 

@@ -2,9 +2,11 @@
 
 1. The manylinux wheel holds exactly what it should (compiled modules, .pyi, py.typed, the
    panel's static files, every source module; nothing from tests or benchmarks).
-2. wheel -> fresh venv, offline -> `deskpilot doctor` reports the native core and the
-   cibuildwheel smoke script (scripts/smoke_wheel.py) passes against it.
-3. sdist -> fresh venv with CC pointing at a compiler that always fails -> the install
+2. wheel -> fresh venv, offline -> the capture library alone: only its own dependencies are
+   installed, the cibuildwheel smoke script (scripts/smoke_wheel.py) passes against it and
+   `deskpilot doctor` names the missing agent extra; with the agent extra added, `deskpilot
+   doctor` reports the native core.
+3. sdist (with the agent extra) -> fresh venv with CC pointing at a compiler that always fails -> the install
    succeeds with one build message, and `deskpilot shot` runs on the reference kernels
    with one import warning; with DESKPILOT_REQUIRE_NATIVE=1 the same install fails; an
    editable install of the checkout (`pip install -e .`) falls back the same way.
@@ -102,13 +104,18 @@ def the_wheel(artefacts: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def dependency_wheels(artefacts: Path) -> Path:
-    """A wheel folder with the runtime dependencies and the sdist's build requirements.
+    """A wheel folder with the runtime dependencies (the agent extra's included) and the sdist's
+    build requirements.
 
     Filled once from the package index with the developer's own pip settings; every install
     below uses it with --no-index, so the checks run offline from then on.
     """
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    requirements = [*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"]]
+    requirements = [
+        *pyproject["project"]["dependencies"],
+        *pyproject["project"]["optional-dependencies"]["agent"],
+        *pyproject["build-system"]["requires"],
+    ]
     key = content_hash([], sys.version, sys.platform, *requirements)
     target, ready = cache_dir(CACHE, "deps", key)
     if not ready:
@@ -125,7 +132,7 @@ def dependency_wheels(artefacts: Path) -> Path:
                 "--only-binary=:all:",
                 "--dest",
                 str(staging),
-                str(the_wheel(artefacts)),
+                f"{the_wheel(artefacts)}[agent]",
                 *pyproject["build-system"]["requires"],
             ],
             capture_output=True,
@@ -169,7 +176,13 @@ class Venv:
         subprocess.run([BASE_PYTHON, "-m", "venv", str(path)], check=True, timeout=300)
 
     def pip_install(
-        self, target: Path, wheels: Path, env: dict[str, str], *, editable: bool = False
+        self,
+        target: Path,
+        wheels: Path,
+        env: dict[str, str],
+        *,
+        editable: bool = False,
+        extras: str = "",
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [
@@ -183,7 +196,7 @@ class Venv:
                 str(wheels),
                 "--no-cache-dir",
                 *(["-e"] if editable else []),
-                str(target),
+                f"{target}[{extras}]" if extras else str(target),
             ],
             env=env,
             capture_output=True,
@@ -295,6 +308,11 @@ def test_wheel_installs_offline_and_doctor_reports_the_native_core(
     venv = Venv(tmp_path / "venv")
     proc = venv.pip_install(the_wheel(artefacts), dependency_wheels, clean_env())
     assert proc.returncode == 0, _tail(proc)
+    # `pip install deskpilot` is the capture library: its own dependencies and nothing more
+    installed = re.search(r"^Successfully installed (.*)$", proc.stdout, re.M)
+    assert installed, _tail(proc)
+    names = {re.sub(r"-[^-]+$", "", dist).lower() for dist in installed.group(1).split()}
+    assert names == {"deskpilot", "numpy", "mss", "orjson", "isal"}, names
     # the console script: `deskpilot` is on PATH in an activated venv
     assert venv.deskpilot.exists()
     assert len(venv.native_modules()) == len(list((ROOT / "native").glob("*.pyx")))
@@ -303,15 +321,23 @@ def test_wheel_installs_offline_and_doctor_reports_the_native_core(
     work = tmp_path / "work"
     work.mkdir()
     env = clean_env(DISPLAY=xvfb, DESKPILOT_REQUIRE_NATIVE="1")
+    smoke = venv.run(venv.python, ROOT / "scripts" / "smoke_wheel.py", env=env, cwd=work)
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert f"at {venv.path}" in smoke.stdout and "compiled core == reference" in smoke.stdout
+
+    # the agent's commands say which extra they need...
+    bare = venv.run(venv.deskpilot, "doctor", "--no-model", env=env, cwd=work)
+    assert bare.returncode == 1, bare.stdout + bare.stderr
+    assert 'pip install "deskpilot[agent]"' in bare.stderr and "Traceback" not in bare.stderr
+
+    # ...and run once it is there
+    proc = venv.pip_install(the_wheel(artefacts), dependency_wheels, clean_env(), extras="agent")
+    assert proc.returncode == 0, _tail(proc)
     doctor = venv.run(venv.deskpilot, "doctor", "--no-model", env=env, cwd=work)
     out = " ".join(doctor.stdout.split())
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     assert f"PASS imaging core native: compiled core {__version__}" in out, out
     assert "PASS capture" in out and "ReferenceKernelsWarning" not in doctor.stderr
-
-    smoke = venv.run(venv.python, ROOT / "scripts" / "smoke_wheel.py", env=env, cwd=work)
-    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
-    assert f"at {venv.path}" in smoke.stdout and "compiled core == reference" in smoke.stdout
 
 
 # --- 3. sdist without a working compiler -> reference ------------------------------------------------
@@ -322,7 +348,8 @@ def test_sdist_with_a_failing_compiler_installs_and_shot_runs_on_reference(
 ) -> None:
     venv = Venv(tmp_path / "venv")
     build_env = clean_env(CC=str(fake_cc), CXX=str(fake_cc), LDSHARED=f"{fake_cc} -shared")
-    proc = venv.pip_install(the_sdist(artefacts), dependency_wheels, build_env)
+    # with the agent extra: `deskpilot doctor` below is the agent's
+    proc = venv.pip_install(the_sdist(artefacts), dependency_wheels, build_env, extras="agent")
     log = proc.stdout + proc.stderr
     assert proc.returncode == 0, _tail(proc)
     assert FAKE_CC_ERROR in log  # the compiler was really tried...
@@ -424,7 +451,7 @@ def test_readme_linux_install_puts_deskpilot_on_path(
     # the system packages are this machine's already (./dev setup); the rest runs as written
     assert lines[0].startswith("sudo apt-get install python3-venv libx11-6 libxtst6 libxfixes3")
     script = "\n".join(["set -e", *lines[1:], "command -v deskpilot"])
-    assert "pip install deskpilot" in script and "deskpilot doctor" in script
+    assert 'pip install "deskpilot[agent]"' in script and "deskpilot doctor" in script
     # `python3` is the interpreter the wheel was built for; `pip install deskpilot` resolves
     # offline to the wheel under test (PIP_FIND_LINKS), as it would from the index.
     bindir = tmp_path / "bin"

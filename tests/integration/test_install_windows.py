@@ -142,11 +142,20 @@ def the_win_wheel(artefacts: Path) -> Path:
     return wheels[0]
 
 
-def requires_dist(wheel: Path) -> list[str]:
-    """The wheel's runtime requirements (its METADATA; extras left out)."""
+def requires_dist(wheel: Path, extra: str = "agent") -> list[str]:
+    """The wheel's runtime requirements (its METADATA): the base ones and those of ``extra``
+    (`deskpilot doctor` is the agent's), its ``extra == ...`` marker taken off."""
     raw = zipfile.ZipFile(wheel).read(f"deskpilot-{__version__}.dist-info/METADATA")
     meta = email.parser.BytesHeaderParser().parsebytes(raw)
-    return [req for req in meta.get_all("Requires-Dist", []) if "extra ==" not in req]
+    out = []
+    for req in meta.get_all("Requires-Dist", []):
+        if "extra ==" not in req:
+            out.append(req)
+        elif re.search(rf"""extra == ['"]{re.escape(extra)}['"]""", req):
+            # `x; extra == "agent"` -> `x`; `x; python_version < "3.11" and extra == "agent"`
+            # -> `x; python_version < "3.11"`
+            out.append(re.sub(r"""\s*(;|\band)\s*extra == ['"][^'"]+['"]""", "", req))
+    return out
 
 
 def build_requires() -> list[str]:

@@ -1,5 +1,5 @@
 """The panel page in a real headless Chromium (Debian's), driven over the DevTools protocol
-(:mod:`deskpilot.panel._chromium`: CDP over ``--remote-debugging-pipe``, no websocket
+(:mod:`deskpilot.testing._chromium`: CDP over ``--remote-debugging-pipe``, no websocket
 package, no browser download). The page must show the screenshot with its overlays, and
 in ``--annotate browser`` mode draw the overlays itself and post the annotated PNG back.
 """
@@ -21,7 +21,7 @@ from PIL import Image
 from deskpilot import imaging
 from deskpilot.imaging._overlay import ActionMark, BoxMark, OverlayStyle, annotate
 from deskpilot.panel import PanelServer, PanelState
-from deskpilot.panel._chromium import Chromium, find_chromium
+from deskpilot.testing._chromium import Chromium, find_chromium
 
 pytestmark = pytest.mark.browser
 

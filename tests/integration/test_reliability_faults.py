@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
 from deskpilot.testing import ModelServer, PixelPolicy
+from deskpilot.testing._desktop import TARGET_RGB, SimulatedDesktop
 
 FAULTS = ("drop", "reset", "429", "500", "502", "invalid_json", "html", "stall", "truncate")
 STALL_TIMEOUT = 0.6  # the client's model.timeout in stall runs

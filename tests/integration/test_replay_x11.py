@@ -11,7 +11,6 @@ import pytest
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._demo import DemoApp
-from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.replay import (
     FrameTolerance,
     ReplayOptions,
@@ -20,6 +19,7 @@ from deskpilot.replay import (
     replay_run,
 )
 from deskpilot.testing import ModelServer, PixelPolicy
+from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11
 

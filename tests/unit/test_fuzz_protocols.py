@@ -28,12 +28,12 @@ from deskpilot._errors import InvalidBoxError, ModelError
 from deskpilot._untrusted import terminal_text, token_count
 from deskpilot.agent._client import ChatClient
 from deskpilot.agent._runlog import dumps_json
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent._sse import SSEDecoder, StreamAssembler
 from deskpilot.agent._toolcalls import parse_message_tool_calls, split_content_tool_calls
 from deskpilot.agent._tools import ERROR_TYPES, ToolContext, execute_tool_call, toolset
 from deskpilot.agent.stateless._protocol import parse_vlm_output
 from deskpilot.geometry import parse_box
+from deskpilot.testing._desktop import SimulatedDesktop
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,

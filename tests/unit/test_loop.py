@@ -26,9 +26,9 @@ from deskpilot.agent import (
     run_agent,
     validate_run_dir,
 )
-from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
 from deskpilot.geometry import Box, Mapping, Rect
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy, tool_call
+from deskpilot.testing._desktop import TARGET_RGB, SimulatedDesktop
 
 TEXT = "Grüße, 世界! ✓ 🚀"
 

@@ -17,10 +17,10 @@ from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, va
 from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
 from deskpilot.agent._run import build_guard, describe_guard, drives_desktop
 from deskpilot.agent._session import Session
-from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
 from deskpilot.input import DryBackend, InputController
 from deskpilot.safety import SafetyGuard
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import TARGET_RGB, SimulatedDesktop
 
 SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"  # an OpenAI-style key (fake)
 

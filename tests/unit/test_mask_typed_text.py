@@ -16,11 +16,11 @@ from rich.console import Console
 from deskpilot.agent import iter_turns, load_config, run_agent, validate_run_dir
 from deskpilot.agent._console import ConsoleReporter
 from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent._tools import TOOLSETS, toolset
 from deskpilot.safety import RedactOptions, mask_text, redact
 from deskpilot.safety._redact import TypedTexts, typed_texts_in, typing_tool_names
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 TYPED = "Zebra crossing 42"  # in no prompt, task or file name: only where it was typed

@@ -16,13 +16,13 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent._toolcalls import reasoning_tool_calls, split_content_tool_calls
 from deskpilot.agent._tools_qwen import grid_to_physical
 from deskpilot.agent._uitars import parse_uitars, smart_resize, to_physical
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 
 def ids() -> Any:

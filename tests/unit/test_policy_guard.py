@@ -15,7 +15,6 @@ from deskpilot._errors import ActionDeniedError, ConfigError, RunInterrupted
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._config import register_section
 from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
-from deskpilot.agent._simulated import TARGET_RGB, SimulatedDesktop
 from deskpilot.geometry import Rect
 from deskpilot.safety import (
     SETTINGS_SECTIONS,
@@ -28,6 +27,7 @@ from deskpilot.safety import (
     run_guarded,
 )
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import TARGET_RGB, SimulatedDesktop
 
 for _name, _cls in SETTINGS_SECTIONS.items():
     register_section(_name, _cls)

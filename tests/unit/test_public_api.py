@@ -320,7 +320,7 @@ OLD_HOMES = [
     ("deskpilot.replay._screen", "ReplayDecodeError"),
     ("deskpilot.panel._png", "InvalidPNG"),
     pytest.param(
-        "deskpilot.panel._chromium", "BrowserError",
+        "deskpilot.testing._chromium", "BrowserError",
         marks=pytest.mark.skipif(sys.platform == "win32", reason="the Chromium driver uses fcntl"),
     ),
     ("deskpilot.panel._state", "AnnotationRejected"),

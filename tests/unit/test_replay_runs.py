@@ -10,7 +10,6 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.cli import main
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.replay import (
@@ -23,6 +22,7 @@ from deskpilot.replay import (
 )
 from deskpilot.replay._policy import END_OF_RECORDING, ReplayPolicy
 from deskpilot.testing import Fault, ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 

@@ -23,9 +23,9 @@ from deskpilot._untrusted import terminal_text
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._console import ConsoleReporter
 from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.safety._confirm import terminal_prompt
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 BAD_USAGES: list[dict[str, Any]] = [
     {"prompt_tokens": "lots", "completion_tokens": "many"},

@@ -15,9 +15,9 @@ import pytest
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.stateless import add_arguments, flags
 from deskpilot.testing import ModelServer, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 DONE = json.dumps({"observation": "done", "bboxes": [], "actions": [{"name": "done"}]})
 

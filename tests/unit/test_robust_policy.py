@@ -13,10 +13,10 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, load_summary, run_agent
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.safety import ActionRequest, Policy, find_secrets
 from deskpilot.safety._guard import SafetyGuard
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 SECRET = "sk-proj-" + "Zq8wEr4tYu1iOp7aSd2fGh5jKl0zXc3v"  # an OpenAI-style key (fake)
 PIECES = (SECRET[:14], SECRET[14:28], SECRET[28:])

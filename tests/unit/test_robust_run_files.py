@@ -20,8 +20,8 @@ import pytest
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._modes import discover_modes
 from deskpilot.agent._runlog import LineFile, RunLogError
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 
 def _mount(*args: str) -> None:

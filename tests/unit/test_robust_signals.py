@@ -10,9 +10,9 @@ import pytest
 from deskpilot._errors import RunInterrupted
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._session import NullReporter
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.cli import main
 from deskpilot.testing import ModelServer, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 
 class InterruptedWhileFinishing(NullReporter):

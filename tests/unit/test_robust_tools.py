@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.team import VARIANTS
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 LONG = "x" * 2500  # over the default agent.max_type_chars (2000)
 HUGE_ARGUMENT = "y" * 300_000

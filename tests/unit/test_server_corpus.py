@@ -19,11 +19,11 @@ import pytest
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._client import ChatClient, classify_http_error
 from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.team import VARIANTS
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.errors import ModelHTTPError, ModelStreamError
 from deskpilot.testing import Fault, ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "servers"
 TARGET = [500, 412]  # the simulated desktop's target, 0..1000 of the screen

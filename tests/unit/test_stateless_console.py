@@ -11,8 +11,8 @@ from rich.console import Console
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._console import ConsoleReporter, format_action
 from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.testing import ModelServer, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 
 def entry(action: dict[str, Any], **extra: Any) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from PIL import Image
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._modes import discover_modes
 from deskpilot.agent._prompts import SECURITY_NOTE
-from deskpilot.agent._simulated import CLICKED_RGB, SimulatedDesktop
 from deskpilot.agent.stateless import StatelessSettings, run_stateless
 from deskpilot.testing import ModelServer, ScriptedPolicy
+from deskpilot.testing._desktop import CLICKED_RGB, SimulatedDesktop
 
 # The simulated desktop (1920x1080): target button at (880, 400, 160, 90), text field at
 # (660, 600, 600, 60). In 0..1000 of the whole screen:

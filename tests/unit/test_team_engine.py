@@ -25,10 +25,10 @@ import pytest
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._modes import ModeSpec, discover_modes, register_mode
 from deskpilot.agent._session import Session
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent.team import MODE, VARIANTS, TeamMode, TeamVariant
 from deskpilot.input import DryBackend, InputController
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, tool_call
+from deskpilot.testing._desktop import SimulatedDesktop
 
 V002, V003 = VARIANTS["002"], VARIANTS["003"]
 TARGET = [500, 412]  # centre of the simulated desktop's target button (0..1000)

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from deskpilot.agent._simulated import SimulatedDesktop
 from deskpilot.agent._tools import (
     ERROR_TYPES,
     NoEffectTracker,
@@ -20,6 +19,7 @@ from deskpilot.agent._tools import (
 )
 from deskpilot.errors import ActionDeniedError, InputError
 from deskpilot.geometry import Mapping, Rect
+from deskpilot.testing._desktop import SimulatedDesktop
 
 MAPPING = Mapping(Rect(0, 0, 1920, 1080), 1536, 864)
 

@@ -89,8 +89,8 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, d
 def test_single_mode_pixel_reading_server(
     app: Any, tmp_path: Path, clean_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deskpilot.agent._demo_app import TARGET_RGB
     from deskpilot.testing import ModelServer, PixelPolicy
+    from deskpilot.testing._demo_app import TARGET_RGB
 
     policy = PixelPolicy(
         TARGET_RGB,
@@ -139,8 +139,8 @@ def test_single_mode_pixel_reading_server(
 def test_team_mode_planner_and_executor(
     variant: str, app: Any, tmp_path: Path, clean_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from deskpilot.agent._demo_app import CLICKED_RGB, TARGET_RGB
     from deskpilot.testing import ModelServer, TeamPolicy
+    from deskpilot.testing._demo_app import CLICKED_RGB, TARGET_RGB
 
     # The built-in team model (./dev demo --mode team): plans, then reads the target by colour.
     policy = TeamPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=TEXT, key="enter")
@@ -174,8 +174,8 @@ def test_stateless_mode_json_protocol(
 ) -> None:
     from PIL import Image
 
-    from deskpilot.agent._demo_app import CLICKED_RGB, TARGET_RGB
     from deskpilot.testing import ModelServer, StatelessPolicy
+    from deskpilot.testing._demo_app import CLICKED_RGB, TARGET_RGB
 
     (tmp_path / "none.toml").write_text("")
     # The built-in stateless model: a box and click + type + Enter in one turn, then done.

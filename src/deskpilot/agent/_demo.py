@@ -1,7 +1,7 @@
 """``deskpilot demo``: the agent on a (virtual) display against the built-in model server.
 
 Steps: start Xvfb when there is no display (``-displayfd``, so the display number never
-collides), start the Tk demo app (:mod:`._demo_app`), start the local model server
+collides), start the Tk demo app (:mod:`deskpilot.testing._demo_app`), start the local model server
 with the pixel-reading policy (unless an endpoint is given: then a real LM Studio
 drives it), run the agent with real capture and real input, check what the app
 received, stop everything. Also used by the integration tests.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,6 @@ from typing import Any
 
 from deskpilot._errors import ConfigError, DeskpilotError, PlatformError
 from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._demo_app import TARGET_RGB
 from deskpilot.agent._run import RunResult, run_agent
 from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
 from deskpilot.agent._session import Reporter
@@ -37,46 +35,15 @@ Record = dict[str, Any]
 @contextlib.contextmanager
 def virtual_display(size: tuple[int, int] = (1920, 1080), *, timeout: float = 15.0) -> Iterator[str]:
     """Start Xvfb, point ``DISPLAY`` at it for the block, stop it after."""
-    if shutil.which("Xvfb") is None:
+    from deskpilot.testing._xvfb import xvfb
+
+    if shutil.which("Xvfb") is None:  # the demo's own advice: a desktop works too
         raise PlatformError(
             "there is no display and Xvfb is not installed: install it (apt-get install xvfb) or run on a desktop",
             program="Xvfb",
         )
-    read_fd, write_fd = os.pipe()
-    proc = subprocess.Popen(
-        ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{size[0]}x{size[1]}x24",
-         "-nolisten", "tcp", "-noreset", "+extension", "XFIXES", "+extension", "XTEST"],
-        pass_fds=(write_fd,),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    os.close(write_fd)
-    number = ""
-    try:
-        with os.fdopen(read_fd) as pipe:
-            import select
-
-            ready, _, _ = select.select([pipe], [], [], timeout)
-            if ready:
-                number = pipe.readline().strip()
-        if not number:
-            raise PlatformError(f"Xvfb did not start within {timeout:g} s", program="Xvfb")
-        old = os.environ.get("DISPLAY")
-        os.environ["DISPLAY"] = f":{number}"
-        try:
-            yield f":{number}"
-        finally:
-            if old is None:
-                os.environ.pop("DISPLAY", None)
-            else:
-                os.environ["DISPLAY"] = old
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+    with xvfb(size, timeout=timeout) as display:
+        yield display
 
 
 class DemoApp:
@@ -85,7 +52,7 @@ class DemoApp:
     def __init__(self, events_path: Path, *, geometry: str | None = None, timeout: float = 20.0) -> None:
         self.events_path = events_path
         events_path.write_text("", encoding="utf-8")
-        cmd = [sys.executable, "-m", "deskpilot.agent._demo_app", "--events", str(events_path)]
+        cmd = [sys.executable, "-m", "deskpilot.testing._demo_app", "--events", str(events_path)]
         if geometry:
             cmd += ["--geometry", geometry]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, text=True)
@@ -185,8 +152,8 @@ DEMO_MODES = ("single", "team", "stateless")
 
 def demo_policy(mode: str) -> Any:
     """The built-in pixel-reading model for ``mode``, speaking that mode's protocol."""
-    from deskpilot.agent._demo_app import CLICKED_RGB
     from deskpilot.testing import PixelPolicy, StatelessPolicy, TeamPolicy
+    from deskpilot.testing._demo_app import CLICKED_RGB, TARGET_RGB
 
     if mode == "team":
         return TeamPolicy(TARGET_RGB, done_rgb=CLICKED_RGB, text=DEMO_TEXT, key="enter")

@@ -165,6 +165,10 @@ class _RunParser(argparse.ArgumentParser):
                     if spec.add_arguments is not None:
                         spec.add_arguments(self.add_argument_group(f"{spec.name} mode"))  # type: ignore[arg-type]
             except Exception as exc:
+                from deskpilot._extras import missing_extra_message
+
+                if isinstance(exc, ImportError) and missing_extra_message(exc) is not None:
+                    raise  # no mode runs without the agent extra: main() says to install it
                 print(f"deskpilot: warning: mode options unavailable: {exc}", file=sys.stderr)
         return super().parse_known_args(args, namespace)
 

@@ -34,12 +34,12 @@ U8 = npt.NDArray[np.uint8]
 
 
 def decode_png(path: Path) -> U8:
-    """An RGB array of a PNG file (Pillow decodes; it is in the ``test`` extra)."""
+    """An RGB array of a PNG file (Pillow decodes; it is in the ``replay`` extra)."""
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - depends on the environment
         raise ReplayDecodeError(
-            "replaying screenshots needs Pillow to decode them: pip install pillow (or 'deskpilot[test]')"
+            'replaying screenshots needs Pillow to decode them: pip install "deskpilot[replay]"'
         ) from None
     try:
         with Image.open(io.BytesIO(path.read_bytes())) as im:

@@ -15,6 +15,11 @@ Example::
                                      "Done."])) as server:
         run_agent(endpoint=server.endpoint)
         assert not server.problems
+
+The rest of what tests, benchmarks and the demo need, and nothing in the product imports
+(``deskpilot demo`` loads them when it runs): ``_desktop`` (a simulated screen and hands for
+loop tests without a display), ``_demo_app`` (the demo's Tk target app), ``_chromium`` (a
+headless Chromium driven over CDP) and ``_xvfb`` (the one way to start a private Xvfb).
 """
 
 from deskpilot.testing._mode_policies import AutoPolicy, StatelessPolicy, TeamPolicy

@@ -96,12 +96,12 @@ def find_color(png: bytes, rgb: tuple[int, int, int], *, tolerance: int = 24,
                min_pixels: int = 20) -> tuple[float, float, int, int, int, int] | None:
     """Where colour ``rgb`` is in a PNG: ``(cx, cy, x1, y1, x2, y2)`` in image pixels
     (centre of the matching pixels' bounding box; inclusive corners), or ``None`` with
-    fewer than ``min_pixels`` matches. Needs Pillow (the ``test`` extra)."""
+    fewer than ``min_pixels`` matches. Needs Pillow (the ``replay`` extra; ``agent`` has it)."""
     try:
         from PIL import Image
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(
-            "PixelPolicy needs Pillow to decode screenshots: pip install 'deskpilot[test]' (or pillow)"
+            'PixelPolicy needs Pillow to decode screenshots: pip install "deskpilot[replay]"'
         ) from exc
     import numpy as np
 

@@ -2,7 +2,7 @@
 
 Run::
 
-    python -m deskpilot.agent._demo_app --events EVENTS.jsonl [--geometry WxH+X+Y]
+    python -m deskpilot.testing._demo_app --events EVENTS.jsonl [--geometry WxH+X+Y]
 
 The window covers the screen (undecorated, at +0+0) unless ``--geometry`` says
 otherwise. Clicking the TARGET turns it green and gives the keyboard focus to the text
@@ -19,7 +19,8 @@ the events file, flushed as it happens (root/screen pixel coordinates)::
     {"type": "entry", "text": "..."}       every change of the field's text
     {"type": "submitted", "text": "..."}    Enter pressed in the field
 
-It lives in the package (not in tests/) because ``deskpilot demo`` runs it for users.
+It ships in :mod:`deskpilot.testing` (not in tests/) because ``deskpilot demo`` runs it for
+users; nothing outside the demo and the tests imports it.
 The app exits when stdin closes or on the ``quit`` command (one per line on stdin).
 """
 

@@ -1,0 +1,35 @@
+"""Which install extra brings a third-party module: ``pip install deskpilot`` is the capture
+library alone, so a command that needs the agent, the panel or replay names the extra to
+install instead of ending in an import traceback (pyproject.toml lists the extras)."""
+
+from __future__ import annotations
+
+__all__ = ["EXTRA_OF_MODULE", "missing_extra_message"]
+
+#: Top-level module -> the extra in pyproject.toml's [project.optional-dependencies] that
+#: installs it. ``agent`` includes ``panel`` and ``replay``.
+EXTRA_OF_MODULE: dict[str, str] = {
+    "httpx": "agent",
+    "httpcore": "agent",
+    "rich": "agent",
+    "sniffio": "agent",
+    "pybase64": "agent",
+    "tomli": "agent",
+    "starlette": "panel",
+    "uvicorn": "panel",
+    "PIL": "replay",
+}
+
+
+def missing_extra_message(exc: ImportError) -> str | None:
+    """What to tell the user when ``exc`` is a module of an extra that is not installed;
+    None for any other import error (a bug, or a broken install: the traceback helps)."""
+    module = (exc.name or "").partition(".")[0]
+    extra = EXTRA_OF_MODULE.get(module)
+    if extra is None:
+        return None
+    also = "" if extra == "agent" else ', or "deskpilot[agent]", which includes it'
+    return (
+        f"{module} is not installed: this command needs deskpilot's {extra} extra "
+        f'(pip install "deskpilot[{extra}]"{also})'
+    )
