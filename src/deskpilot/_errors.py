@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionDeniedError",
+    "ArgumentError",
     "CaptureError",
     "ConfigError",
     "DeskpilotError",
@@ -46,6 +47,8 @@ class DeskpilotError(Exception):
         ├── ImagingError (ValueError)       bad array shape/dtype/region for a pixel kernel
         ├── GeometryError (ValueError)      coordinates that cannot be mapped
         │   └── InvalidBoxError             a model-supplied box the agent reports back
+        ├── ArgumentError (ValueError)      a model's action arguments refused, with the
+        │                                   error type the model reads (deskpilot.actions)
         ├── PlatformError (OSError)         an OS call failed (Win32/X11), with details
         │   ├── CaptureError                screen capture could not be done
         │   └── InputError                  mouse/keyboard injection failed
@@ -91,6 +94,19 @@ class InvalidBoxError(GeometryError):
     def __init__(self, message: str, /, *, kind: str = "invalid_box", **details: Any) -> None:
         super().__init__(message, **details)
         self.kind = kind
+
+
+class ArgumentError(DeskpilotError, ValueError):
+    """Arguments of an action (from a tool call, a protocol line, a team message) were refused.
+
+    ``kind`` is the ``error.type`` of the tool payload the model reads back
+    (``invalid_args``, ``missing_key``, ``empty_text``...); ``message`` what it is told.
+    """
+
+    def __init__(self, kind: str, message: str, /, **details: Any) -> None:
+        super().__init__(message, kind=kind, **details)
+        self.kind = kind
+        self.message = message
 
 
 class PlatformError(DeskpilotError, OSError):
