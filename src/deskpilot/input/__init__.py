@@ -9,17 +9,20 @@ from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._controller import BACKENDS, InputArgumentError, InputController, make_backend
 from deskpilot.input._dry import DryBackend
 from deskpilot.input._keys import KEY_NAMES, KeySpec, parse_combo, resolve_key
+from deskpilot.input._perform import Hands, perform
 
 __all__ = [
     "BACKENDS",
     "KEY_NAMES",
     "Button",
     "DryBackend",
+    "Hands",
     "InputArgumentError",
     "InputBackend",
     "InputController",
     "KeySpec",
     "make_backend",
     "parse_combo",
+    "perform",
     "resolve_key",
 ]

@@ -47,6 +47,7 @@ import numpy.typing as npt
 from deskpilot import imaging
 from deskpilot._errors import ActionDeniedError, DeskpilotError
 from deskpilot._untrusted import token_count
+from deskpilot.actions import from_record
 from deskpilot.agent._client import Completion
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
@@ -647,7 +648,7 @@ class StatelessEngine:
             try:
                 # The run's safety policy sees the action in the tools' vocabulary (the
                 # physical record) before any input is sent, in dry runs too.
-                await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
+                await ctx.acheck_policy(from_record(physical))  # a confirm question never blocks the loop
                 ran.append(action)
                 await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
             except ActionDeniedError as exc:
