@@ -189,3 +189,31 @@ def test_key_combo() -> None:
     assert refused(actions.key_combo, {"key": ["shift"]}, names, lists=False, like=None) == (
         "invalid_args", "key must be a string, got ['shift']")
     assert refused(actions.key_combo, {"key": "ctlr+c"}, names) == ("invalid_key", "unknown key 'ctlr' (did you mean 'ctrl'?)")
+
+
+# ---------------------------------------------------------------------- overlay marks
+
+
+def test_the_overlay_marks_a_performed_action_where_the_model_pointed() -> None:
+    from deskpilot.agent.stateless._protocol import parse_vlm_output
+    from deskpilot.imaging._overlay import ActionMark, action_mark
+
+    out = parse_vlm_output(
+        '{"observation": "", "actions": [{"name": "type", "text": "hi"}, {"name": "scroll", "direction": "up"},'
+        ' {"name": "drag", "x1": 1, "y1": 2, "x2": 3, "y2": 4}, {"name": "right_click", "x1": 7, "y1": 8},'
+        ' {"name": "double_click", "x1": 9, "y1": 10}, {"name": "move", "x1": 5, "y1": 6},'
+        ' {"name": "key", "keys": "ctrl+s"}, {"name": "click", "x1": 11, "y1": 12}]}'
+    )
+    performed = [
+        TypeText("hi"),
+        Scroll((960, 540), dy=-3, source=Box(500, 500, 500, 500)),
+        Drag((2, 2), (6, 4), source=(Box(1, 2, 1, 2), Box(3, 4, 3, 4))),
+        Click((13, 9), "right", source=Box(7, 8, 7, 8)),
+        Click((17, 11), count=2, source=Box(9, 10, 9, 10)),
+        MoveMouse((10, 6), source=Box(5, 6, 5, 6)),
+        KeyPress("ctrl+s"),
+        Click((21, 13), source=Box(11, 12, 11, 12)),
+    ]
+    # The stateless protocol's own marks and the typed actions' marks agree.
+    assert [action_mark(a) for a in performed] == [a.mark() for a in out.actions]
+    assert action_mark(Click((1, 1))) == ActionMark("click")  # no source: no heat

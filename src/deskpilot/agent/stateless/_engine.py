@@ -63,7 +63,7 @@ from deskpilot.agent.stateless._prompt import denied_text, system_prompt, user_t
 from deskpilot.agent.stateless._protocol import Action, VlmOutput, parse_vlm_output
 from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
-from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
+from deskpilot.imaging._overlay import ActionMark, BoxMark, action_mark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token
 
 __all__ = [
@@ -401,8 +401,8 @@ class StatelessEngine:
         executed, ran = await self._execute(turn, out.actions)
         # The heat (and the trail) shows where actions ran, as the prompt tells the model:
         # an action the policy refused or one skipped after a failure is not drawn.
-        marks = tuple(a.mark() for a in ran)
-        ran_dicts = [a.as_dict() for a in ran]
+        marks = tuple(action_mark(physical) for _, physical in ran)
+        ran_dicts = [action.as_dict() for action, _ in ran]
 
         self.state.set_phase("capturing")
         if s.capture_delay > 0:
@@ -617,19 +617,19 @@ class StatelessEngine:
 
     async def _execute(
         self, turn: Turn, actions: tuple[Action, ...]
-    ) -> tuple[list[tuple[Action, str | None]], list[Action]]:
+    ) -> tuple[list[tuple[Action, str | None]], list[tuple[Action, InputAction]]]:
         """Run the turn's actions in order: ``(outcomes, ran)``.
 
         ``outcomes`` pairs every action that was tried with its error (None when it ran;
         a policy denial or an input failure otherwise), for the model's feedback; ``ran``
-        holds the actions that were sent (dry runs: that would have been), failed ones
+        holds the actions that were sent, each with its physical form (dry runs: that would have been), failed ones
         included since their input may have been partly delivered, but not the ones the
         policy refused nor those skipped after a failure: what the heat may show.
         """
         s = self.settings
         ctx = self.session.ctx
         done: list[tuple[Action, str | None]] = []
-        ran: list[Action] = []
+        ran: list[tuple[Action, InputAction]] = []
         records: list[dict[str, Any]] = []
         failed = False
         for action in actions:
@@ -650,12 +650,12 @@ class StatelessEngine:
                 # The run's safety policy sees the action in the tools' vocabulary (the
                 # physical record) before any input is sent, in dry runs too.
                 await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
-                ran.append(action)
+                ran.append((action, physical))
                 await ctx.run_blocking(lambda p=physical: self._perform(p))  # type: ignore[misc]
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
-                if ran and ran[-1] is action:
+                if ran and ran[-1][0] is action:
                     ran.pop()  # refused by a check on the input side: nothing was sent
                 payload = getattr(exc, "payload", None)
                 if not isinstance(payload, dict):
