@@ -420,14 +420,15 @@ def label(args: Mapping[str, Any], *, required: bool = True) -> str:
     return value.strip()
 
 
-def text(args: Mapping[str, Any], *, limit: int, key: str = "text") -> str:
-    """Text to type: a non-empty string of at most ``limit`` characters (``agent.max_type_chars``)."""
+def text(args: Mapping[str, Any], *, limit: int | None, key: str = "text") -> str:
+    """Text to type, exactly as given (a trailing space can matter): a non-empty string of
+    at most ``limit`` characters (``agent.max_type_chars``; None: the caller checks later)."""
     value = args.get(key)
     if value is None or value == "":
         raise ArgumentError("empty_text", f"{key} is required and must not be empty")
     if not isinstance(value, str):
         raise ArgumentError("invalid_args", f"{key} must be a string, got {type(value).__name__}")
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise ArgumentError(
             "text_too_long",
             f"{key} has {len(value)} characters; type_text types at most {limit} per call "

@@ -217,3 +217,38 @@ def test_the_overlay_marks_a_performed_action_where_the_model_pointed() -> None:
     # The stateless protocol's own marks and the typed actions' marks agree.
     assert [action_mark(a) for a in performed] == [a.mark() for a in out.actions]
     assert action_mark(Click((1, 1))) == ActionMark("click")  # no source: no heat
+
+
+def test_every_argument_refusal_is_one_error_type() -> None:
+    from deskpilot.agent._tools import ToolError
+    from deskpilot.agent.stateless._protocol import _Reject
+    from deskpilot.agent.team._common import read_key, read_text_to_type
+    from deskpilot.input import InputArgumentError, InputController
+
+    assert ToolError is ArgumentError
+    assert issubclass(_Reject, ArgumentError) and _Reject("x needs y").kind == "invalid_args"
+    with pytest.raises(ArgumentError) as info:
+        InputController("dry").click(1, 2, count=9)
+    assert isinstance(info.value, InputArgumentError) and info.value.kind == "invalid_args"
+    assert refused(read_text_to_type, {"text": ""}) == ("empty_text", "text is required and must not be empty")
+    assert refused(read_key, {"key": "ctrl+entr"})[0] == "invalid_key"
+    assert read_key({"key": " Ctrl+C "}) == "Ctrl+C"  # team keeps what the model wrote
+
+
+def test_an_input_layer_refusal_is_a_failed_action_for_the_model() -> None:
+    import asyncio
+
+    from deskpilot.agent._simulated import SimulatedDesktop
+    from deskpilot.agent._tools import ToolContext, execute_tool_call, toolset
+    from deskpilot.geometry import Mapping, Rect
+    from deskpilot.input import InputArgumentError
+
+    class Refusing(SimulatedDesktop):
+        def click(self, *a: Any, **k: Any) -> None:
+            raise InputArgumentError("count must be an integer 1..3, got 9")
+
+    ctx = ToolContext(hands=Refusing(), mapping=Mapping(Rect(0, 0, 1920, 1080), 1536, 864))
+    out = asyncio.run(execute_tool_call(toolset("seed000"), "click_element", {"label": "x", "box": [1, 1]}, ctx))
+    ctx.close()
+    assert out.payload["error"] == {
+        "type": "action_failed", "message": "InputArgumentError: count must be an integer 1..3, got 9"}

@@ -41,7 +41,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from deskpilot import actions
-from deskpilot._errors import ActionDeniedError, ArgumentError, DeskpilotError, UnknownKeyError
+from deskpilot._errors import (
+    ActionDeniedError,
+    ArgumentError,
+    DeskpilotError,
+    InputError,
+    UnknownKeyError,
+)
 from deskpilot.actions import Action, Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText
 from deskpilot.geometry import Box, Mapping
 from deskpilot.input import Hands, parse_combo, perform
@@ -283,10 +289,11 @@ _HOLD_SCHEMA: dict[str, Any] = {
 
 def _combo(key: str) -> str:
     """``key`` with canonical names (``"Ctrl+C"`` -> ``"ctrl+c"``), or ``invalid_key``."""
-    return actions.combo_names(key, _key_names)
+    return actions.combo_names(key, key_names)
 
 
-def _key_names(combo: str) -> list[str]:
+def key_names(combo: str) -> list[str]:
+    """The canonical names of a combo's keys (the ``resolve`` of :func:`deskpilot.actions.key_combo`)."""
     return [spec.name for spec in parse_combo(combo)]
 
 
@@ -405,7 +412,7 @@ def type_tool(name: str = "type_text") -> Tool:
 
 
 async def _press_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    combo = actions.key_combo(args, _key_names, keys=("key", "keys"))
+    combo = actions.key_combo(args, key_names, keys=("key", "keys"))
     # The record names the keys canonically; the controller is sent them as the model wrote them.
     raw = args.get("key", args.get("keys"))
     sent = "+".join(raw) if isinstance(raw, list) else str(raw)
@@ -511,7 +518,7 @@ def drag_tool(name: str = "drag") -> Tool:
 
 
 async def _hold_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    combo = actions.key_combo(args, _key_names, example="'shift' or 'right'", like=None, lists=False)
+    combo = actions.key_combo(args, key_names, example="'shift' or 'right'", like=None, lists=False)
     seconds = actions.number(args, "seconds", default=0.5, low=0.0, high=5.0)
     action = Hold(combo, seconds)
     await ctx.acheck_policy(action)
@@ -769,6 +776,12 @@ async def execute_tool_call(
         return ToolOutcome(err_payload("invalid_args", "arguments must be a JSON object"))
     try:
         return await tool.run(ctx, arguments)
+    except UnknownKeyError as exc:
+        return ToolOutcome(err_payload("invalid_key", str(exc)))
+    except InputError as exc:
+        # The input layer refused (InputArgumentError is an ArgumentError too): the
+        # arguments passed the tool's checks, so the action failed.
+        return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
     except ToolError as exc:
         return ToolOutcome(err_payload(exc.kind, exc.message))
     except ActionDeniedError as exc:
@@ -778,8 +791,6 @@ async def execute_tool_call(
         if isinstance(payload, dict):
             return ToolOutcome(payload)
         return ToolOutcome(err_payload("policy_denied", str(exc)))
-    except UnknownKeyError as exc:
-        return ToolOutcome(err_payload("invalid_key", str(exc)))
     except DeskpilotError as exc:
         if isinstance(exc, (OSError, ValueError)):
             return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, SupportsFloat, SupportsIndex, TypeAlias, cast
 
-from deskpilot._errors import InputError
+from deskpilot._errors import ArgumentError, InputError
 from deskpilot.actions import Action
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button, InputBackend
@@ -39,8 +39,16 @@ _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
 Coordinate: TypeAlias = float | SupportsFloat
 
 
-class InputArgumentError(InputError, ValueError):
-    """An argument of an input action is invalid (button, count, coordinate, text)."""
+class InputArgumentError(InputError, ArgumentError):
+    """An argument of an input action is invalid (button, count, coordinate, text).
+
+    An :class:`~deskpilot.ArgumentError` (``kind`` ``invalid_args``) like every refused
+    argument; also an :class:`InputError`, since the input layer refused it: a tool that
+    hit it reports ``action_failed``.
+    """
+
+    def __init__(self, message: str, /, **details: Any) -> None:
+        ArgumentError.__init__(self, "invalid_args", message, **details)
 
 
 def make_backend(name: str) -> InputBackend:

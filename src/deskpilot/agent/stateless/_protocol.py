@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 import orjson
 
-from deskpilot._errors import UnknownKeyError
+from deskpilot._errors import ArgumentError, UnknownKeyError
 from deskpilot._untrusted import scrub_surrogates
 from deskpilot.agent._toolcalls import strip_think
 from deskpilot.geometry import NORM_MAX
@@ -361,9 +361,12 @@ def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
 # ---------------------------------------------------------------------- items
 
 
-class _Reject(Exception):
+class _Reject(ArgumentError):
+    """An item that cannot be used: it goes to :attr:`VlmOutput.rejected` with ``reason``
+    (the tool sets' ``invalid_args``; the model reads the reason next turn)."""
+
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+        super().__init__("invalid_args", reason)
         self.reason = reason
 
 
