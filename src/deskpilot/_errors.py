@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ActionDeniedError",
     "AnnotationRejected",
+    "ArgumentError",
     "BrowserError",
     "CaptureError",
     "ConfigError",
@@ -61,10 +62,14 @@ class DeskpilotError(Exception):
         ├── ImagingError (ValueError)       bad array shape/dtype/region for a pixel kernel
         ├── GeometryError (ValueError)      coordinates that cannot be mapped
         │   └── InvalidBoxError             a model-supplied box the agent reports back
+        ├── ArgumentError (ValueError)      a model's action arguments refused, with the
+        │                                   error type the model reads (deskpilot.actions);
+        │                                   old name: ToolError. Becomes an
+        │                                   ``{ok: false}`` payload, never a crash
         ├── PlatformError (OSError)         an OS call failed (Win32/X11), with details
         │   ├── CaptureError                screen capture could not be done
         │   └── InputError                  mouse/keyboard injection failed
-        │       ├── InputArgumentError (ValueError)  bad button, count, coordinate or text
+        │       ├── InputArgumentError (ArgumentError)  bad button, count, coordinate or text
         │       └── UnknownKeyError (ValueError)     key name not in the vocabulary
         ├── ModelError                      talking to the vision-language model failed
         │   ├── ModelConnectionError        no server / connection refused or reset
@@ -72,8 +77,6 @@ class DeskpilotError(Exception):
         │   ├── ModelHTTPError              non-2xx status after retries
         │   └── ModelResponseError          2xx but unusable body (not JSON, no choices)
         │       └── ModelStreamError        a streamed answer reported an error or broke off
-        ├── ToolError                       a tool refused the model's arguments; becomes an
-        │                                   ``{ok: false}`` payload, never a crash
         ├── ActionDeniedError               the policy layer refused an action
         │   ├── PolicyDenied                the denial with its Decision and the model's payload
         │   └── NoTerminalError             confirmation needed, no terminal to ask on
@@ -126,6 +129,19 @@ class InvalidBoxError(GeometryError):
         self.kind = kind
 
 
+class ArgumentError(DeskpilotError, ValueError):
+    """Arguments of an action (from a tool call, a protocol line, a team message) were refused.
+
+    ``kind`` is the ``error.type`` of the tool payload the model reads back
+    (``invalid_args``, ``missing_key``, ``empty_text``...); ``message`` what it is told.
+    """
+
+    def __init__(self, kind: str, message: str, /, **details: Any) -> None:
+        super().__init__(message, kind=kind, **details)
+        self.kind = kind
+        self.message = message
+
+
 class PlatformError(DeskpilotError, OSError):
     """An operating-system call failed; ``details`` names the call and the error code."""
 
@@ -138,8 +154,16 @@ class InputError(PlatformError):
     """Mouse or keyboard input could not be injected."""
 
 
-class InputArgumentError(InputError, ValueError):
-    """An argument of an input action is invalid (button, count, coordinate, text)."""
+class InputArgumentError(InputError, ArgumentError):
+    """An argument of an input action is invalid (button, count, coordinate, text).
+
+    An :class:`ArgumentError` (``kind`` ``invalid_args``) like every refused argument;
+    also an :class:`InputError`, since the input layer refused it: a tool that hit it
+    reports ``action_failed``.
+    """
+
+    def __init__(self, message: str, /, **details: Any) -> None:
+        ArgumentError.__init__(self, "invalid_args", message, **details)
 
 
 class UnknownKeyError(InputError, ValueError):
@@ -182,17 +206,9 @@ class ModelStreamError(ModelResponseError):
     ``finish_reason`` and no ``data: [DONE]``): the run ends ``server_error``."""
 
 
-class ToolError(DeskpilotError):
-    """A tool refused its arguments; becomes an ``{ok: false}`` payload, never a crash.
-
-    ``kind`` is the payload's error type (``"invalid_args"``, ``"missing_key"``...),
-    ``message`` what the model reads.
-    """
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message, kind=kind)
-        self.kind = kind
-        self.message = message
+#: The name tools used for a refused argument before :class:`ArgumentError` covered every
+#: caller (tools, team, stateless, input); the same class, kept for existing imports.
+ToolError = ArgumentError
 
 
 class ActionDeniedError(DeskpilotError):
@@ -200,17 +216,16 @@ class ActionDeniedError(DeskpilotError):
 
 
 class PolicyDenied(ActionDeniedError):
-    """A policy denial carrying its :class:`~deskpilot.safety.Decision` and the tool payload for the model."""
+    """A policy denial carrying its :class:`~deskpilot.safety.Decision` and the tool payload for the model.
 
-    def __init__(self, decision: Decision, tool: str | None = None) -> None:
-        # The payload's wording is the safety policy's. Imported when a denial is raised,
-        # not at import: this module is the floor every other one stands on and imports
-        # nothing of deskpilot (deskpilot.safety imports it).
-        from deskpilot.safety._policy import policy_denied_payload
+    The guard words the payload (the safety policy's wording) and hands it in: this module
+    is the floor every other one stands on and imports nothing of deskpilot.
+    """
 
+    def __init__(self, decision: Decision, payload: dict[str, Any]) -> None:
         super().__init__(decision.reason, rule=decision.rule, category=decision.category)
         self.decision = decision
-        self.payload = policy_denied_payload(decision, tool=tool)
+        self.payload = payload
 
 
 class NoTerminalError(ActionDeniedError):

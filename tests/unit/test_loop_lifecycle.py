@@ -14,10 +14,10 @@ from deskpilot.agent import ModeResult, Session, load_config, run_agent, run_age
 from deskpilot.agent._limits import resolve_limits
 from deskpilot.agent._modes import ModeSpec, register_mode
 from deskpilot.agent._scenarios import Scenario
-from deskpilot.testing._desktop import SimulatedDesktop
 from deskpilot.agent.team import TeamMode
 from deskpilot.safety import SafetyGuard
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._desktop import SimulatedDesktop
 
 
 class _Recorded(SimulatedDesktop):

@@ -12,10 +12,22 @@ import orjson
 import pytest
 
 from deskpilot._errors import ActionDeniedError, ConfigError, RunInterrupted
+from deskpilot.actions import (
+    Action,
+    Click,
+    Drag,
+    Hold,
+    KeyPress,
+    MoveMouse,
+    Scroll,
+    TypeText,
+    Wait,
+    Zoom,
+)
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._config import register_section
 from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
-from deskpilot.geometry import Rect
+from deskpilot.geometry import Box, Rect
 from deskpilot.safety import (
     SETTINGS_SECTIONS,
     PolicyDenied,
@@ -83,7 +95,15 @@ def guard(policy: dict[str, Any] | None = None, **kwargs: Any) -> SafetyGuard:
     ("action", "expected"),
     [
         ({"kind": "click", "x": 1, "y": 2, "button": "left", "count": 1, "label": "OK"}, ("click", (), None, True)),
-        ({"kind": "click", "x": 1, "y": 2, "hold": "ctrl"}, ("click", ("ctrl",), None, True)),
+        ({"kind": "click", "x": 1, "y": 2, "button": "left", "count": 1, "hold": "ctrl"}, ("click", ("ctrl",), None, True)),
+        (Click((1, 2), hold="ctrl"), ("click", ("ctrl",), None, True)),
+        (Click(None, "right"), ("click", (), None, True)),
+        (TypeText("hi"), ("type", (), "hi", False)),
+        (KeyPress("ctrl+shift+t"), ("key", ("ctrl+shift+t",), None, False)),
+        (Hold("shift", 1.0), ("hold", ("shift",), None, False)),
+        (Scroll(None, dy=1), ("scroll", (), None, True)),
+        (Drag((1, 2), (3, 4)), ("drag", (), None, True)),
+        (MoveMouse((1, 2)), ("move", (), None, True)),
         ({"kind": "type", "text": "hi"}, ("type", (), "hi", False)),
         ({"kind": "key", "key": "ctrl+shift+t"}, ("key", ("ctrl+shift+t",), None, False)),
         ({"kind": "hold", "key": "shift", "seconds": 1}, ("hold", ("shift",), None, False)),
@@ -92,7 +112,7 @@ def guard(policy: dict[str, Any] | None = None, **kwargs: Any) -> SafetyGuard:
         ({"kind": "teleport"}, ("teleport", (), None, True)),
     ],
 )
-def test_action_dicts_of_the_tool_layer(action: dict[str, Any], expected: tuple[Any, ...]) -> None:
+def test_actions_of_the_tool_layer(action: Action | dict[str, Any], expected: tuple[Any, ...]) -> None:
     request = action_request(action)
     assert request is not None
     assert (request.tool, request.keys, request.text, request.pointer) == expected
@@ -100,6 +120,7 @@ def test_action_dicts_of_the_tool_layer(action: dict[str, Any], expected: tuple[
 
 def test_observation_only_actions_are_not_checked() -> None:
     assert action_request({"kind": "zoom"}) is None
+    assert action_request(Zoom(Box(1, 2, 3, 4))) is None and action_request(Wait(1.0)) is None
     assert guard().decide({"kind": "wait"}).allowed
 
 

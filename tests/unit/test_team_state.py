@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from deskpilot._errors import ActionDeniedError, ConfigError
+from deskpilot.actions import Action
 from deskpilot.agent import load_config
 from deskpilot.agent._modes import register_mode
 from deskpilot.agent._toolcalls import ToolCall
@@ -304,8 +305,8 @@ def test_recovery_runs_the_seed_sequence_on_the_input_thread() -> None:
 
 
 def test_recovery_respects_the_policy() -> None:
-    def deny_clicks(action: dict[str, Any]) -> None:
-        if action["kind"] == "click":
+    def deny_clicks(action: Action) -> None:
+        if action.kind == "click":
             raise ActionDeniedError("no clicks", rule="test")
 
     backend = DryBackend()

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from deskpilot.actions import Action, Click, KeyPress
 from deskpilot.agent._tools import (
     ERROR_TYPES,
     NoEffectTracker,
@@ -18,7 +19,7 @@ from deskpilot.agent._tools import (
     toolset,
 )
 from deskpilot.errors import ActionDeniedError, InputError
-from deskpilot.geometry import Mapping, Rect
+from deskpilot.geometry import Mapping, Rect, parse_box
 from deskpilot.testing._desktop import SimulatedDesktop
 
 MAPPING = Mapping(Rect(0, 0, 1920, 1080), 1536, 864)
@@ -71,7 +72,9 @@ def test_click_element_three_formats_click_the_centre(box: Any) -> None:
     assert out.payload["ok"] is True and out.acted
     assert out.payload["point"] == [500, 500] and out.payload["label"] == "middle"
     # 500/1000 of 1920 x 1080 -> (960, 540): the documented norm->physical formula.
-    assert out.action == {"kind": "click", "x": 960, "y": 540, "button": "left", "count": 1, "label": "middle"}
+    assert out.action_record == {"kind": "click", "x": 960, "y": 540, "button": "left", "count": 1, "label": "middle"}
+    assert out.action == Click((960, 540), "left", 1, label="middle")
+    assert out.action is not None and out.action.source == parse_box(box)
     assert next(e for e in desk.events if e["action"] == "click")["x"] == 960
 
 
@@ -79,7 +82,7 @@ def test_mapping_with_offset_monitor() -> None:
     ctx, _ = make()
     ctx.mapping = Mapping(Rect(-1920, 200, 1920, 1080), 1536, 864)
     out = call("click_element", {"label": "x", "box": [1000, 0]}, ctx)
-    assert (out.action["x"], out.action["y"]) == (-1, 200)
+    assert (out.action_record["x"], out.action_record["y"]) == (-1, 200)
 
 
 @pytest.mark.parametrize(
@@ -143,7 +146,7 @@ def test_press_key_and_errors() -> None:
 def test_scroll_at_position() -> None:
     ctx, _ = make()
     out = call("scroll_at_position", {"box": [250, 750], "amount": 3}, ctx)
-    assert out.action == {"kind": "scroll", "x": 480, "y": 810, "dy": 3, "dx": 0}
+    assert out.action_record == {"kind": "scroll", "x": 480, "y": 810, "dy": 3, "dx": 0}
     assert out.payload["direction"] == "down"
     assert error_type(call("scroll_at_position", {"box": [1, 1], "amount": "lots"}, make()[0])) == "invalid_args"
     assert error_type(call("scroll_at_position", {"box": [1, 1], "amount": 0}, make()[0])) == "invalid_args"
@@ -167,9 +170,9 @@ def test_seed001_tools() -> None:
     assert out.payload == {"ok": True, "action": "move_mouse", "x": 1000, "y": 250, "screen_w": 1920, "screen_h": 1080}
     assert desk.pointer == (1919, 270)
     out = call("click_mouse", {}, ctx, "seed001")
-    assert out.action == {"kind": "click", "x": 1919, "y": 270, "button": "left", "count": 1}
+    assert out.action_record == {"kind": "click", "x": 1919, "y": 270, "button": "left", "count": 1}
     out = call("scroll_down", {}, ctx, "seed001")
-    assert out.action["dy"] == 1 and out.action["x"] == 1919
+    assert out.action_record["dy"] == 1 and out.action_record["x"] == 1919
     out = call("take_screenshot", {}, ctx, "seed001")
     assert out.observe
     assert error_type(call("move_mouse", {"x": 5}, make()[0], "seed001")) == "invalid_args"
@@ -180,17 +183,17 @@ def test_seed001_tools() -> None:
 def test_extended_tools() -> None:
     ctx, desk = make()
     out = call("double_click", {"label": "file", "box": [100, 100]}, ctx, "extended")
-    assert out.action["count"] == 2 and out.payload["action"] == "double_click"
+    assert out.action_record["count"] == 2 and out.payload["action"] == "double_click"
     out = call("right_click", {"label": "file", "box": [100, 100], "hold": "ctrl"}, ctx, "extended")
-    assert out.action["button"] == "right" and out.action["hold"] == "ctrl"
+    assert out.action_record["button"] == "right" and out.action_record["hold"] == "ctrl"
     assert [e for e in desk.events if e["action"] == "click"][-1]["held"] == ["ctrl"]
     assert error_type(call("click_element", {"label": "x", "box": [1, 1], "hold": "ctlr"}, make()[0], "extended")) == "invalid_key"
     out = call("drag", {"start": [100, 100], "end": [900, 900]}, ctx, "extended")
-    assert out.action["start"] == [192, 108] and out.action["end"] == [1728, 972]
+    assert out.action_record["start"] == [192, 108] and out.action_record["end"] == [1728, 972]
     assert error_type(call("drag", {"start": [1, 1]}, make()[0], "extended")) == "missing_box"
     for direction, (dy, dx) in {"up": (-2, 0), "down": (2, 0), "left": (0, -2), "right": (0, 2)}.items():
         out = call("scroll", {"box": [500, 500], "direction": direction, "amount": 2}, make()[0], "extended")
-        assert (out.action["dy"], out.action["dx"]) == (dy, dx)
+        assert (out.action_record["dy"], out.action_record["dx"]) == (dy, dx)
     assert error_type(call("scroll", {"box": [1, 1], "direction": "sideways"}, make()[0], "extended")) == "invalid_args"
     out = call("hold_key", {"key": "shift", "seconds": 0.01}, make()[0], "extended")
     assert out.payload["key"] == "shift"
@@ -204,8 +207,8 @@ def test_extended_tools() -> None:
 
 
 def test_policy_denial_and_os_failure() -> None:
-    def policy(action: dict[str, Any]) -> None:
-        if action["kind"] == "key" and action["key"] == "alt+f4":
+    def policy(action: Action) -> None:
+        if action == KeyPress("alt+f4"):
             raise ActionDeniedError("alt+f4 is blocked by the policy", rule="keys")
 
     ctx, desk = make(policy=policy)

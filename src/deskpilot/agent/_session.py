@@ -802,11 +802,11 @@ class Session:
         if "tool_call" not in turn.record:
             turn.record["tool_call"] = entry
             turn.record["result"] = outcome.payload
-            turn.record["action"] = outcome.action
+            turn.record["action"] = outcome.action_record
             turn.record["mapping"] = mapping
         else:
             turn.record.setdefault("more_calls", []).append(
-                {**entry, "result": outcome.payload, "action": outcome.action, "mapping": mapping}
+                {**entry, "result": outcome.payload, "action": outcome.action_record, "mapping": mapping}
             )
 
     def reject_call(self, turn: Turn, call: ToolCall, payload: dict[str, Any]) -> None:

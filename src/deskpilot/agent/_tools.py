@@ -37,19 +37,20 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from deskpilot import actions
 from deskpilot._errors import (
     ActionDeniedError,
     DeskpilotError,
-    InvalidBoxError,
+    InputError,
     ToolError,
     UnknownKeyError,
 )
-from deskpilot.geometry import Box, Mapping, clamp_norm, parse_box
-from deskpilot.input import parse_combo
+from deskpilot.actions import Action, Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText
+from deskpilot.geometry import Box, Mapping
+from deskpilot.input import Hands, parse_combo, perform
 
 if TYPE_CHECKING:
     from deskpilot.agent._toolcalls import ToolCall
@@ -110,21 +111,6 @@ def err_payload(error_type: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"type": error_type, "message": message}}
 
 
-class Hands(Protocol):
-    """What the tools need from :class:`deskpilot.input.InputController` (physical pixels)."""
-
-    def move(self, x: float, y: float) -> Any: ...
-    def position(self) -> tuple[int, int]: ...
-    def click(self, x: float | None = None, y: float | None = None, button: Any = "left", count: int = 1) -> None: ...
-    def mouse_down(self, button: Any = "left") -> None: ...
-    def mouse_up(self, button: Any = "left") -> None: ...
-    def drag(self, start: Sequence[float], end: Sequence[float] | None = None, *, duration: float = 0.3, steps: int = 20) -> None: ...
-    def scroll(self, x: float | None = None, y: float | None = None, *, dy: int = 0, dx: int = 0) -> None: ...
-    def type_text(self, text: str) -> None: ...
-    def key(self, combo: str) -> None: ...
-    def hold(self, *keys: str) -> AbstractContextManager[Any]: ...
-    def release_all(self) -> None: ...
-    def sync(self) -> None: ...
 
 
 ToolKind = Literal["observe", "action", "control"]
@@ -135,8 +121,8 @@ class ToolOutcome:
     """What running one call produced."""
 
     payload: dict[str, Any]
-    #: Physical action(s) performed, for the record (None when nothing was sent).
-    action: dict[str, Any] | None = None
+    #: The action performed, for the record (None when nothing was sent).
+    action: Action | None = None
     #: Input was sent: the loop settles and compares frames.
     acted: bool = False
     #: The model asked to see the screen (observe_screen / take_screenshot / wait / zoom).
@@ -150,6 +136,11 @@ class ToolOutcome:
     @property
     def ok(self) -> bool:
         return bool(self.payload.get("ok"))
+
+    @property
+    def action_record(self) -> dict[str, Any] | None:
+        """The turn record's ``"action"``: :meth:`Action.to_record` of what was performed."""
+        return None if self.action is None else self.action.to_record()
 
 
 @dataclass(slots=True)
@@ -166,11 +157,11 @@ class ToolContext:
     #: Policy hook (the safety layer's ``SafetyGuard.check_action``, installed by the
     #: loop): raises ActionDeniedError to refuse an action before any input is sent.
     #: It may ask the user and block (confirm mode): async code uses :meth:`acheck_policy`.
-    policy: Callable[[dict[str, Any]], None] | None = None
+    policy: Callable[[Action], None] | None = None
     #: The same check for the event loop (``SafetyGuard.check_action_async``): a
     #: confirm question waits off the loop, so a stop (Ctrl+C, SIGTERM, kill switch,
     #: time limit) cancels it at once and the action is denied.
-    policy_async: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+    policy_async: Callable[[Action], Awaitable[None]] | None = None
     #: Characters typed per input call; the stop flag is checked between chunks.
     type_chunk: int = 16
     #: The longest text one type_text call may type (``agent.max_type_chars``); a longer
@@ -178,12 +169,12 @@ class ToolContext:
     max_type_chars: int = 2000
     _executor: concurrent.futures.ThreadPoolExecutor | None = None
 
-    def check_policy(self, action: dict[str, Any]) -> None:
+    def check_policy(self, action: Action) -> None:
         """The policy check, blocking while a confirm question waits (sync callers)."""
         if self.policy is not None:
             self.policy(action)
 
-    async def acheck_policy(self, action: dict[str, Any]) -> None:
+    async def acheck_policy(self, action: Action) -> None:
         """The policy check for coroutines: never blocks the event loop."""
         if self.policy_async is not None:
             await self.policy_async(action)
@@ -293,64 +284,14 @@ _HOLD_SCHEMA: dict[str, Any] = {
 }
 
 
-def _label(args: dict[str, Any], *, required: bool = True) -> str:
-    value = args.get("label")
-    if value is None or (isinstance(value, str) and not value.strip()):
-        if required:
-            raise ToolError("missing_label", "label is required: name the element you act on, e.g. 'Search box'")
-        return ""
-    if not isinstance(value, str):
-        raise ToolError("invalid_args", f"label must be a string, got {type(value).__name__}")
-    return value.strip()
+def _combo(key: str) -> str:
+    """``key`` with canonical names (``"Ctrl+C"`` -> ``"ctrl+c"``), or ``invalid_key``."""
+    return actions.combo_names(key, key_names)
 
 
-def _box(args: dict[str, Any], key: str = "box") -> Box:
-    try:
-        return parse_box(args.get(key))
-    except InvalidBoxError as exc:
-        message = str(exc) if key == "box" else f"{key}: {exc}"
-        raise ToolError(exc.kind, message) from None
-
-
-def _int_arg(args: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
-    value = args.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ToolError("invalid_args", f"{key} must be a whole number {low}..{high}, got {value!r}")
-    number = int(value)
-    if not low <= number <= high:
-        raise ToolError("invalid_args", f"{key} must be {low}..{high}, got {value!r}")
-    return number
-
-
-def _float_arg(args: dict[str, Any], key: str, default: float, low: float, high: float) -> float:
-    value = args.get(key, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ToolError("invalid_args", f"{key} must be a number {low}..{high}, got {value!r}")
-    number = float(value)
-    if not low <= number <= high:
-        raise ToolError("invalid_args", f"{key} must be {low}..{high}, got {value!r}")
-    return number
-
-
-def _coordinate(args: dict[str, Any], key: str) -> int:
-    value = args.get(key)
-    if value is None:
-        raise ToolError("invalid_args", f"{key} is required (0..1000)")
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise ToolError("invalid_args", f"{key} must be a number 0..1000, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ToolError("invalid_args", f"{key} must be a number 0..1000, got {value!r}")
-    try:
-        return clamp_norm(float(value))
-    except InvalidBoxError as exc:
-        raise ToolError("invalid_args", f"{key}: {exc}") from None
+def key_names(combo: str) -> list[str]:
+    """The canonical names of a combo's keys (the ``resolve`` of :func:`deskpilot.actions.key_combo`)."""
+    return [spec.name for spec in parse_combo(combo)]
 
 
 def _hold_keys(args: dict[str, Any]) -> str | None:
@@ -365,28 +306,16 @@ def _hold_keys(args: dict[str, Any]) -> str | None:
     return value
 
 
-def _combo(key: str) -> list[str]:
-    try:
-        return [spec.name for spec in parse_combo(key)]
-    except UnknownKeyError as exc:
-        raise ToolError("invalid_key", str(exc)) from None
-
-
 def _physical(ctx: ToolContext, box: Box) -> tuple[int, int]:
     cx, cy = box.center
     return ctx.mapping.norm_to_physical(cx, cy)
 
 
-def _with_hold(ctx: ToolContext, hold: str | None, fn: Callable[[], None]) -> Callable[[], None]:
-    if hold is None:
-        return fn
-
-    def held() -> None:
-        with ExitStack() as stack:
-            stack.enter_context(ctx.hands.hold(hold))
-            fn()
-
-    return held
+async def _perform(ctx: ToolContext, action: Action, *, pauses: bool = True) -> None:
+    """Check ``action`` with the policy, then perform it on the input thread."""
+    await ctx.acheck_policy(action)
+    pause = ctx.pause if pauses else None
+    await ctx.run_blocking(lambda: perform(ctx.hands, action, pause=pause, stop=ctx.stop))
 
 
 # ---------------------------------------------------------------------- tools
@@ -407,25 +336,16 @@ def observe_tool(name: str = "observe_screen") -> Tool:
     )
 
 
-def _clicker(button: str, count: int, verb: str) -> ToolRun:
+_BUTTONS: dict[str, Literal["left", "right", "middle"]] = {"left": "left", "right": "right", "middle": "middle"}
+
+
+def _clicker(button: Literal["left", "right", "middle"], count: int, verb: str) -> ToolRun:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-        label = _label(args)
-        box = _box(args)
+        label = actions.label(args)
+        box = actions.box(args)
         hold = _hold_keys(args)
-        x, y = _physical(ctx, box)
-        action = {"kind": "click", "x": x, "y": y, "button": button, "count": count, "label": label}
-        if hold:
-            action["hold"] = hold
-        await ctx.acheck_policy(action)
-
-        def act() -> None:
-            ctx.hands.move(x, y)
-            ctx.pause(0.06)
-            ctx.hands.click(x, y, button, count)
-            ctx.hands.sync()
-            ctx.pause(0.12)
-
-        await ctx.run_blocking(_with_hold(ctx, hold, act))
+        action = Click(_physical(ctx, box), button, count, label=label, hold=hold, source=box)
+        await _perform(ctx, action)
         return ToolOutcome(
             ok_payload(action=verb, label=label, box=box.as_list(), point=list(box.center)),
             action=action,
@@ -436,6 +356,8 @@ def _clicker(button: str, count: int, verb: str) -> ToolRun:
 
 
 def click_tool(name: str = "click_element", *, button: str = "left", count: int = 1, hold: bool = False) -> Tool:
+    if button not in _BUTTONS:
+        raise ValueError(f"unknown mouse button {button!r} (left, right or middle)")
     verb = {("left", 1): "click", ("left", 2): "double_click", ("right", 1): "right_click"}.get(
         (button, count), f"{button}_click_x{count}"
     )
@@ -447,29 +369,20 @@ def click_tool(name: str = "click_element", *, button: str = "left", count: int 
         name,
         f"{what} a UI element at the centre of the given point/box (0..1000 over the last screenshot).",
         {"type": "object", "properties": props, "required": ["label", "box"]},
-        _clicker(button, count, verb),
+        _clicker(_BUTTONS[button], count, verb),
     )
 
 
 async def _type_text(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    text = args.get("text")
-    if text is None or text == "":
-        raise ToolError("empty_text", "text is required and must not be empty")
-    if not isinstance(text, str):
-        raise ToolError("invalid_args", f"text must be a string, got {type(text).__name__}")
-    if len(text) > ctx.max_type_chars:
-        raise ToolError(
-            "text_too_long",
-            f"text has {len(text)} characters; type_text types at most {ctx.max_type_chars} per call "
-            "(agent.max_type_chars): type it in parts",
-        )
-    action: dict[str, Any] = {"kind": "type", "text": text}
+    text = actions.text(args, limit=ctx.max_type_chars)
+    action = TypeText(text)
     await ctx.acheck_policy(action)
     size = max(1, ctx.type_chunk)
     typed = [0]
 
     def act() -> None:
-        # Chunked so Ctrl+C stops a long text within one chunk, not at the end.
+        # Chunked so Ctrl+C stops a long text within one chunk, not at the end (the
+        # policy has seen the whole text above, so a secret cannot pass in pieces).
         for start in range(0, len(text), size):
             if ctx.stop.is_set():
                 return
@@ -496,24 +409,13 @@ def type_tool(name: str = "type_text") -> Tool:
 
 
 async def _press_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    key = args.get("key", args.get("keys"))
-    if key is None or (isinstance(key, str) and not key.strip()):
-        raise ToolError("missing_key", "key is required, e.g. 'enter', 'tab', 'ctrl+c', 'alt+f4'")
-    if isinstance(key, list) and key and all(isinstance(k, str) for k in key):
-        key = "+".join(key)
-    if not isinstance(key, str):
-        raise ToolError("invalid_args", f"key must be a string like 'ctrl+c', got {key!r}")
-    names = _combo(key)
-    action = {"kind": "key", "key": "+".join(names)}
-    await ctx.acheck_policy(action)
-
-    def act() -> None:
-        ctx.hands.key(key)
-        ctx.hands.sync()
-        ctx.pause(0.1)
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="press_key", key="+".join(names)), action=action, acted=True)
+    combo = actions.key_combo(args, key_names, keys=("key", "keys"))
+    # The record names the keys canonically; the controller is sent them as the model wrote them.
+    raw = args.get("key", args.get("keys"))
+    sent = "+".join(raw) if isinstance(raw, list) else str(raw)
+    await ctx.acheck_policy(KeyPress(combo))
+    await ctx.run_blocking(lambda: perform(ctx.hands, KeyPress(sent), pause=ctx.pause))
+    return ToolOutcome(ok_payload(action="press_key", key=combo), action=KeyPress(combo), acted=True)
 
 
 def key_tool(name: str = "press_key") -> Tool:
@@ -531,28 +433,18 @@ _DIRECTIONS = {"down": (1, 0), "up": (-1, 0), "right": (0, 1), "left": (0, -1)}
 
 def _scroller(fixed_direction: str | None, default_amount: int) -> ToolRun:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-        label = _label(args, required=False)
-        box = _box(args)
+        label = actions.label(args, required=False)
+        box = actions.box(args)
         direction = fixed_direction
         if direction is None:
             raw = args.get("direction", "down")
             if not isinstance(raw, str) or raw.strip().lower() not in _DIRECTIONS:
                 raise ToolError("invalid_args", f"direction must be up, down, left or right, got {raw!r}")
             direction = raw.strip().lower()
-        amount = _int_arg(args, "amount", default_amount, 1, 50)
-        x, y = _physical(ctx, box)
+        amount = actions.integer(args, "amount", default=default_amount, low=1, high=50)
         sy, sx = _DIRECTIONS[direction]
-        action = {"kind": "scroll", "x": x, "y": y, "dy": sy * amount, "dx": sx * amount}
-        await ctx.acheck_policy(action)
-
-        def act() -> None:
-            ctx.hands.move(x, y)
-            ctx.pause(0.06)
-            ctx.hands.scroll(x, y, dy=sy * amount, dx=sx * amount)
-            ctx.hands.sync()
-            ctx.pause(0.12)
-
-        await ctx.run_blocking(act)
+        action = Scroll(_physical(ctx, box), dy=sy * amount, dx=sx * amount, source=box)
+        await _perform(ctx, action)
         payload = ok_payload(action="scroll", direction=direction, amount=amount, point=list(box.center))
         if label:
             payload["label"] = label
@@ -597,19 +489,11 @@ def scroll_tool(name: str = "scroll") -> Tool:
 
 
 async def _drag(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    label = _label(args, required=False)
-    start_box = _box(args, "start")
-    end_box = _box(args, "end")
-    start, end = _physical(ctx, start_box), _physical(ctx, end_box)
-    action = {"kind": "drag", "start": list(start), "end": list(end), "label": label}
-    await ctx.acheck_policy(action)
-
-    def act() -> None:
-        ctx.hands.drag(start, end)
-        ctx.hands.sync()
-        ctx.pause(0.12)
-
-    await ctx.run_blocking(act)
+    label = actions.label(args, required=False)
+    start_box = actions.box(args, "start")
+    end_box = actions.box(args, "end")
+    action = Drag(_physical(ctx, start_box), _physical(ctx, end_box), label=label, source=(start_box, end_box))
+    await _perform(ctx, action)
     return ToolOutcome(
         ok_payload(action="drag", start=list(start_box.center), end=list(end_box.center)),
         action=action,
@@ -631,25 +515,14 @@ def drag_tool(name: str = "drag") -> Tool:
 
 
 async def _hold_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    key = args.get("key")
-    if key is None or (isinstance(key, str) and not key.strip()):
-        raise ToolError("missing_key", "key is required, e.g. 'shift' or 'right'")
-    if not isinstance(key, str):
-        raise ToolError("invalid_args", f"key must be a string, got {key!r}")
-    names = _combo(key)
-    seconds = _float_arg(args, "seconds", 0.5, 0.0, 5.0)
-    action = {"kind": "hold", "key": "+".join(names), "seconds": seconds}
+    combo = actions.key_combo(args, key_names, example="'shift' or 'right'", like=None, lists=False)
+    seconds = actions.number(args, "seconds", default=0.5, low=0.0, high=5.0)
+    action = Hold(combo, seconds)
     await ctx.acheck_policy(action)
-
-    def act() -> None:
-        with ctx.hands.hold(key):
-            ctx.hands.sync()
-            deadline = time.monotonic() + seconds
-            while not ctx.stop.is_set() and time.monotonic() < deadline:
-                time.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="hold_key", key="+".join(names), seconds=seconds), action=action, acted=True)
+    # The controller is sent the keys as the model wrote them; the record names them canonically.
+    sent = Hold(str(args["key"]), seconds)
+    await ctx.run_blocking(lambda: perform(ctx.hands, sent, stop=ctx.stop))
+    return ToolOutcome(ok_payload(action="hold_key", key=combo, seconds=seconds), action=action, acted=True)
 
 
 def hold_key_tool(name: str = "hold_key") -> Tool:
@@ -669,7 +542,7 @@ def hold_key_tool(name: str = "hold_key") -> Tool:
 
 
 async def _wait(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    seconds = _float_arg(args, "seconds", 1.0, 0.0, 30.0)
+    seconds = actions.number(args, "seconds", default=1.0, low=0.0, high=30.0)
     await asyncio.sleep(seconds)
     return ToolOutcome(ok_payload(action="wait", seconds=seconds), observe=True)
 
@@ -685,7 +558,7 @@ def wait_tool(name: str = "wait") -> Tool:
 
 
 async def _zoom(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    box = _box(args)
+    box = actions.box(args)
     if box.x2 - box.x1 < 1 or box.y2 - box.y1 < 1:
         raise ToolError("invalid_box", "zoom needs an area [x1, y1, x2, y2], not a point")
     region = ctx.mapping.norm_box_to_physical(box)
@@ -716,17 +589,9 @@ def zoom_tool(name: str = "zoom") -> Tool:
 
 
 async def _move_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    nx, ny = _coordinate(args, "x"), _coordinate(args, "y")
-    x, y = ctx.mapping.norm_to_physical(nx, ny)
-    action = {"kind": "move", "x": x, "y": y}
-    await ctx.acheck_policy(action)
-
-    def act() -> None:
-        ctx.hands.move(x, y)
-        ctx.hands.sync()
-        ctx.pause(0.06)
-
-    await ctx.run_blocking(act)
+    nx, ny = actions.coordinate(args, "x"), actions.coordinate(args, "y")
+    action = MoveMouse(ctx.mapping.norm_to_physical(nx, ny), source=Box(nx, ny, nx, ny))
+    await _perform(ctx, action)
     area = ctx.mapping.area
     return ToolOutcome(
         ok_payload(action="move_mouse", x=nx, y=ny, screen_w=area.width, screen_h=area.height),
@@ -749,22 +614,17 @@ def move_mouse_tool(name: str = "move_mouse") -> Tool:
 
 
 async def _click_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    await ctx.acheck_policy({"kind": "click", "button": "left", "count": 1, "at": "pointer"})
+    action = Click(None)
+    await ctx.acheck_policy(action)
     where: list[tuple[int, int]] = []
 
     def act() -> None:
+        # The record keeps where the pointer was: the click lands there.
         where.append(ctx.hands.position())
-        ctx.hands.click(None, None, "left", 1)
-        ctx.hands.sync()
-        ctx.pause(0.12)
+        perform(ctx.hands, action, pause=ctx.pause)
 
     await ctx.run_blocking(act)
-    x, y = where[0]
-    return ToolOutcome(
-        ok_payload(action="click_mouse"),
-        action={"kind": "click", "x": x, "y": y, "button": "left", "count": 1},
-        acted=True,
-    )
+    return ToolOutcome(ok_payload(action="click_mouse"), action=Click(where[0]), acted=True)
 
 
 def click_mouse_tool(name: str = "click_mouse") -> Tool:
@@ -777,22 +637,16 @@ def click_mouse_tool(name: str = "click_mouse") -> Tool:
 
 
 async def _scroll_down(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    await ctx.acheck_policy({"kind": "scroll", "dy": 1, "dx": 0, "at": "pointer"})
+    action = Scroll(None, dy=1)
+    await ctx.acheck_policy(action)
     where: list[tuple[int, int]] = []
 
     def act() -> None:
         where.append(ctx.hands.position())
-        ctx.hands.scroll(None, None, dy=1)
-        ctx.hands.sync()
-        ctx.pause(0.12)
+        perform(ctx.hands, action, pause=ctx.pause)
 
     await ctx.run_blocking(act)
-    x, y = where[0]
-    return ToolOutcome(
-        ok_payload(action="scroll_down"),
-        action={"kind": "scroll", "x": x, "y": y, "dy": 1, "dx": 0},
-        acted=True,
-    )
+    return ToolOutcome(ok_payload(action="scroll_down"), action=Scroll(where[0], dy=1), acted=True)
 
 
 def scroll_down_tool(name: str = "scroll_down") -> Tool:
@@ -919,6 +773,12 @@ async def execute_tool_call(
         return ToolOutcome(err_payload("invalid_args", "arguments must be a JSON object"))
     try:
         return await tool.run(ctx, arguments)
+    except UnknownKeyError as exc:
+        return ToolOutcome(err_payload("invalid_key", str(exc)))
+    except InputError as exc:
+        # The input layer refused (InputArgumentError is an ArgumentError too): the
+        # arguments passed the tool's checks, so the action failed.
+        return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
     except ToolError as exc:
         return ToolOutcome(err_payload(exc.kind, exc.message))
     except ActionDeniedError as exc:
@@ -928,8 +788,6 @@ async def execute_tool_call(
         if isinstance(payload, dict):
             return ToolOutcome(payload)
         return ToolOutcome(err_payload("policy_denied", str(exc)))
-    except UnknownKeyError as exc:
-        return ToolOutcome(err_payload("invalid_key", str(exc)))
     except DeskpilotError as exc:
         if isinstance(exc, (OSError, ValueError)):
             return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))

@@ -27,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any
+from typing import Any, Literal
 
+from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent._tools import (
     Tool,
     ToolContext,
@@ -40,6 +41,7 @@ from deskpilot.agent._tools import (
     ok_payload,
 )
 from deskpilot.geometry import Mapping
+from deskpilot.input import perform
 
 __all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "qwen_system_prompt", "qwen_toolset"]
 
@@ -262,15 +264,10 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         return outcome
     if action == "key":
         combo = _keys(args)
-        record: dict[str, Any] = {"kind": "key", "key": combo}
-        await ctx.acheck_policy(record)
-
-        def press() -> None:
-            hands.key(combo)
-            hands.sync()
-
-        await ctx.run_blocking(press)
-        return ToolOutcome(ok_payload(action="key", keys=combo), action=record, acted=True)
+        keys = KeyPress(combo)
+        await ctx.acheck_policy(keys)
+        await ctx.run_blocking(lambda: perform(hands, keys))
+        return ToolOutcome(ok_payload(action="key", keys=combo), action=keys, acted=True)
 
     if action in ("scroll", "hscroll"):
         notches = _notches(args)
@@ -278,24 +275,13 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         where = grid_to_physical(mapping, *point) if point is not None else None
         # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
         dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
-        record = {"kind": "scroll", "dy": dy, "dx": dx}
-        if where is not None:
-            record.update(x=where[0], y=where[1])
-        else:
-            record["at"] = "pointer"
-        await ctx.acheck_policy(record)
-
-        def scroll() -> None:
-            if where is not None:
-                hands.move(*where)
-            hands.scroll(where[0] if where else None, where[1] if where else None, dy=dy, dx=dx)
-            hands.sync()
-
-        await ctx.run_blocking(scroll)
+        scroll = Scroll(where, dy=dy, dx=dx, style="qwen")
+        await ctx.acheck_policy(scroll)
+        await ctx.run_blocking(lambda: perform(hands, scroll))
         payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
         if where is not None:
             payload["point"] = _norm(mapping, *where)
-        return ToolOutcome(payload, action=record, acted=True)
+        return ToolOutcome(payload, action=scroll, acted=True)
 
     if action == "left_click_drag":
         end_grid = _point(args)
@@ -303,22 +289,22 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         start_grid = _point(args, "start_coordinate", required=False)
         end = grid_to_physical(mapping, *end_grid)
         start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
-        start_box: list[tuple[int, int]] = []
+        drag = Drag(start_at, end, style="qwen")
+        started: list[tuple[int, int]] = []
 
-        def drag() -> None:
+        def drag_from_start() -> None:
+            # Without a start_coordinate the drag starts where the pointer is; the
+            # record keeps that point.
             origin = start_at if start_at is not None else hands.position()
-            start_box.append(origin)
-            hands.drag(origin, end)
-            hands.sync()
+            started.append(origin)
+            perform(hands, Drag(origin, end, style="qwen"))
 
-        record = {"kind": "drag", "end": list(end)}
-        if start_at is not None:
-            record["start"] = list(start_at)
-        await ctx.acheck_policy(record)
-        await ctx.run_blocking(drag)
-        record["start"] = list(start_box[0])
+        await ctx.acheck_policy(drag)
+        await ctx.run_blocking(drag_from_start)
         return ToolOutcome(
-            ok_payload(action=action, end=_norm(mapping, *end)), action=record, acted=True
+            ok_payload(action=action, end=_norm(mapping, *end)),
+            action=Drag(started[0], end, style="qwen"),
+            acted=True,
         )
 
     # Pointer actions: mouse_move and the clicks.
@@ -326,44 +312,29 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     at = grid_to_physical(mapping, *grid) if grid is not None else None
     if action == "mouse_move":
         assert at is not None
-        record = {"kind": "move", "x": at[0], "y": at[1]}
-        await ctx.acheck_policy(record)
-
-        def move() -> None:
-            hands.move(*at)
-            hands.sync()
-
-        await ctx.run_blocking(move)
+        move = MoveMouse(at, style="qwen")
+        await ctx.acheck_policy(move)
+        await ctx.run_blocking(lambda: perform(hands, move))
         return ToolOutcome(
-            ok_payload(action=action, point=_norm(mapping, *at)), action=record, acted=True
+            ok_payload(action=action, point=_norm(mapping, *at)), action=move, acted=True
         )
-    button, count = {
-        "left_click": ("left", 1),
-        "right_click": ("right", 1),
-        "middle_click": ("middle", 1),
-        "double_click": ("left", 2),
-        "triple_click": ("left", 3),
-    }[action]
-    record = {"kind": "click", "button": button, "count": count}
-    if at is not None:
-        record.update(x=at[0], y=at[1])
-    else:
-        record["at"] = "pointer"
-    await ctx.acheck_policy(record)
-
-    def click() -> None:
-        if at is not None:
-            hands.move(*at)
-            ctx.pause(0.06)
-        hands.click(at[0] if at else None, at[1] if at else None, button, count)
-        hands.sync()
-        ctx.pause(0.12)
-
-    await ctx.run_blocking(click)
+    button, count = _CLICKS[action]
+    click = Click(at, button, count, style="qwen")
+    await ctx.acheck_policy(click)
+    await ctx.run_blocking(lambda: perform(hands, click, pause=ctx.pause))
     payload = ok_payload(action=action)
     if at is not None:
         payload["point"] = _norm(mapping, *at)
-    return ToolOutcome(payload, action=record, acted=True)
+    return ToolOutcome(payload, action=click, acted=True)
+
+
+_CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
+    "left_click": ("left", 1),
+    "right_click": ("right", 1),
+    "middle_click": ("middle", 1),
+    "double_click": ("left", 2),
+    "triple_click": ("left", 3),
+}
 
 
 def computer_use_tool() -> Tool:

@@ -38,10 +38,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
+from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent._toolcalls import ToolCall
 from deskpilot.agent._tools import (
     Tool,
@@ -56,6 +57,7 @@ from deskpilot.agent._tools import (
     ok_payload,
 )
 from deskpilot.geometry import Mapping
+from deskpilot.input import perform
 
 __all__ = [
     "IMAGE_FACTOR",
@@ -315,22 +317,16 @@ def _box_arg(args: dict[str, Any], key: str) -> list[float]:
     return [float(v) for v in value]
 
 
-def _clicker(button: str, count: int, version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
+def _clicker(
+    button: Literal["left", "right", "middle"], count: int, version: str
+) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         x, y = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
-        record = {"kind": "click", "x": x, "y": y, "button": button, "count": count}
-        await ctx.acheck_policy(record)
-
-        def act() -> None:
-            ctx.hands.move(x, y)
-            ctx.pause(0.06)
-            ctx.hands.click(x, y, button, count)
-            ctx.hands.sync()
-            ctx.pause(0.12)
-
-        await ctx.run_blocking(act)
+        click = Click((x, y), button, count)
+        await ctx.acheck_policy(click)
+        await ctx.run_blocking(lambda: perform(ctx.hands, click, pause=ctx.pause))
         return ToolOutcome(
-            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True
+            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=click, acted=True
         )
 
     return run
@@ -339,16 +335,11 @@ def _clicker(button: str, count: int, version: str) -> Callable[[ToolContext, di
 def _mover(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         x, y = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
-        record = {"kind": "move", "x": x, "y": y}
-        await ctx.acheck_policy(record)
-
-        def act() -> None:
-            ctx.hands.move(x, y)
-            ctx.hands.sync()
-
-        await ctx.run_blocking(act)
+        move = MoveMouse((x, y))
+        await ctx.acheck_policy(move)
+        await ctx.run_blocking(lambda: perform(ctx.hands, move))
         return ToolOutcome(
-            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=record, acted=True
+            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=move, acted=True
         )
 
     return run
@@ -358,15 +349,10 @@ def _dragger(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         start = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
         end = to_physical(ctx.mapping, _box_arg(args, "end_box"), version)
-        record = {"kind": "drag", "start": list(start), "end": list(end)}
-        await ctx.acheck_policy(record)
-
-        def act() -> None:
-            ctx.hands.drag(start, end)
-            ctx.hands.sync()
-
-        await ctx.run_blocking(act)
-        return ToolOutcome(ok_payload(), action=record, acted=True)
+        drag = Drag(start, end, style="uitars")
+        await ctx.acheck_policy(drag)
+        await ctx.run_blocking(lambda: perform(ctx.hands, drag))
+        return ToolOutcome(ok_payload(), action=drag, acted=True)
 
     return run
 
@@ -390,19 +376,10 @@ def _scroller(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
             if args.get("start_box") is not None
             else None
         )
-        record: dict[str, Any] = {"kind": "scroll", "dy": dy, "dx": dx}
-        if where is not None:
-            record.update(x=where[0], y=where[1])
-        await ctx.acheck_policy(record)
-
-        def act() -> None:
-            if where is not None:
-                ctx.hands.move(*where)
-            ctx.hands.scroll(where[0] if where else None, where[1] if where else None, dy=dy, dx=dx)
-            ctx.hands.sync()
-
-        await ctx.run_blocking(act)
-        return ToolOutcome(ok_payload(direction=direction), action=record, acted=True)
+        scroll = Scroll(where, dy=dy, dx=dx, style="uitars")
+        await ctx.acheck_policy(scroll)
+        await ctx.run_blocking(lambda: perform(ctx.hands, scroll))
+        return ToolOutcome(ok_payload(direction=direction), action=scroll, acted=True)
 
     return run
 
@@ -413,15 +390,10 @@ async def _hotkey(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolError("missing_key", "hotkey(key='ctrl c') needs the keys, split by spaces")
     combo = "+".join(key.split())
     _combo(combo)
-    record = {"kind": "key", "key": combo}
-    await ctx.acheck_policy(record)
-
-    def act() -> None:
-        ctx.hands.key(combo)
-        ctx.hands.sync()
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(key=combo), action=record, acted=True)
+    keys = KeyPress(combo)
+    await ctx.acheck_policy(keys)
+    await ctx.run_blocking(lambda: perform(ctx.hands, keys))
+    return ToolOutcome(ok_payload(key=combo), action=keys, acted=True)
 
 
 async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
@@ -435,14 +407,9 @@ async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     body = text.rstrip("\n") if submit else text
     outcome = await _type_text(ctx, {"text": body}) if body else ToolOutcome(ok_payload(typed=0))
     if submit and not outcome.payload.get("interrupted"):
-        record = {"kind": "key", "key": "enter"}
-        await ctx.acheck_policy(record)
-
-        def enter() -> None:
-            ctx.hands.key("enter")
-            ctx.hands.sync()
-
-        await ctx.run_blocking(enter)
+        enter = KeyPress("enter")
+        await ctx.acheck_policy(enter)
+        await ctx.run_blocking(lambda: perform(ctx.hands, enter))
         outcome.payload["submitted"] = True
         outcome.acted = True
     return outcome

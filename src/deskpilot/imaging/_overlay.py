@@ -42,6 +42,8 @@ import numpy.typing as npt
 
 from deskpilot._errors import ConfigError, ImagingError
 from deskpilot._version import __version__
+from deskpilot.actions import Action, Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText
+from deskpilot.geometry import Box
 from deskpilot.imaging import _overlay_reference
 from deskpilot.imaging._backend import env_flag, native_unavailable
 
@@ -53,11 +55,13 @@ __all__ = [
     "BoxMark",
     "OverlayPlan",
     "OverlayStyle",
+    "action_mark",
     "annotate",
     "draw_plan",
     "gradient_table",
     "parse_color",
     "plan_overlay",
+    "scroll_words",
 ]
 
 Rgba = tuple[int, int, int, int]
@@ -261,6 +265,42 @@ class ActionMark:
         if self.x2 is not None and self.y2 is not None:
             return ((self.x1, self.y1), (self.x2, self.y2))
         return ((self.x1, self.y1),)
+
+
+def scroll_words(dx: int, dy: int) -> str:
+    """``down 3``, ``left 2``, ``up 1 right 4``: a scroll's notches in words."""
+    words = []
+    if dy:
+        words.append(f"{'down' if dy > 0 else 'up'} {abs(dy)}")
+    if dx:
+        words.append(f"{'right' if dx > 0 else 'left'} {abs(dx)}")
+    return " ".join(words)
+
+
+def action_mark(action: Action) -> ActionMark:
+    """The overlay mark of a performed action, at the 0..1000 point(s) the model gave
+    (``action.source``; an action without one gets no heat)."""
+    if isinstance(action, Click):
+        kind = "right_click" if action.button == "right" else ("double_click" if action.count == 2 else "click")
+        return ActionMark(kind, *_source_point(action.source))
+    if isinstance(action, MoveMouse):
+        return ActionMark("move", *_source_point(action.source))
+    if isinstance(action, Scroll):
+        return ActionMark("scroll", *_source_point(action.source), detail=scroll_words(action.dx, action.dy))
+    if isinstance(action, Drag):
+        if action.source is None:
+            return ActionMark("drag")
+        start, end = action.source
+        return ActionMark("drag", start.x1, start.y1, end.x1, end.y1)
+    if isinstance(action, TypeText):
+        return ActionMark("type", detail=action.text)
+    if isinstance(action, (KeyPress, Hold)):
+        return ActionMark(action.kind, detail=action.combo)
+    return ActionMark(action.kind)
+
+
+def _source_point(box: Box | None) -> tuple[int | None, int | None]:
+    return (None, None) if box is None else (box.x1, box.y1)
 
 
 @dataclass(frozen=True, slots=True)

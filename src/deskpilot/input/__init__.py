@@ -9,15 +9,18 @@ from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._controller import InputArgumentError, InputController, make_backend
 from deskpilot.input._dry import DryBackend
 from deskpilot.input._keys import KEY_NAMES, KeySpec, parse_combo
+from deskpilot.input._perform import Hands, perform
 
 __all__ = [
     "KEY_NAMES",
     "Button",
     "DryBackend",
+    "Hands",
     "InputArgumentError",
     "InputBackend",
     "InputController",
     "KeySpec",
     "make_backend",
     "parse_combo",
+    "perform",
 ]

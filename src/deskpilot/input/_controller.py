@@ -22,9 +22,11 @@ from contextlib import contextmanager
 from typing import Any, SupportsFloat, SupportsIndex, TypeAlias, cast
 
 from deskpilot._errors import InputArgumentError, InputError
+from deskpilot.actions import Action
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._keys import KeySpec, parse_combo
+from deskpilot.input._perform import perform
 
 __all__ = ["BACKENDS", "InputArgumentError", "InputController", "make_backend"]
 
@@ -344,6 +346,16 @@ class InputController:
             return
         with self._atomic():
             self._backend.type_text(text)
+
+    # -- actions --------------------------------------------------------------------
+
+    def perform(self, action: Action) -> None:
+        """Perform a typed action and wait until its events are delivered.
+
+        The same as :func:`deskpilot.input.perform` with these hands; code handed some
+        ``Hands`` (perhaps guarded or simulated) calls that function instead.
+        """
+        perform(self, action)
 
     # -- lifecycle ------------------------------------------------------------------
 

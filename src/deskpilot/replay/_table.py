@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll, TypeText, from_record
 from deskpilot.replay._runner import ReplayResult
 
 __all__ = ["describe_action", "describe_call", "format_result"]
@@ -48,19 +49,21 @@ def describe_action(record: Mapping[str, Any]) -> str:
 
 
 def _physical(action: Mapping[str, Any]) -> str:
-    kind = str(action.get("kind") or "?")
-    if "x" in action and "y" in action:
-        text = f"{kind} {action['x']},{action['y']}"
-        if "x2" in action:
-            text += f"->{action['x2']},{action.get('y2')}"
-        return text
-    if kind == "drag" and "start" in action:
-        return f"drag {action['start']}->{action.get('end')}"
-    if kind == "type":
-        return f"type {_short(action.get('text', ''), 24)}"
-    if kind == "key":
-        return f"key {action.get('key')}"
-    return kind
+    """``click 960,444``: a recorded action (:func:`deskpilot.actions.from_record`) in short."""
+    try:
+        typed = from_record(action)
+    except ValueError:
+        return str(action.get("kind") or "?")
+    if isinstance(typed, (Click, Scroll, MoveMouse)) and typed.point is not None:
+        x, y = typed.point
+        return f"{typed.kind} {x},{y}"
+    if isinstance(typed, Drag) and typed.start is not None:
+        return f"drag {list(typed.start)}->{list(typed.end)}"
+    if isinstance(typed, TypeText):
+        return f"type {_short(typed.text, 24)}"
+    if isinstance(typed, KeyPress):
+        return f"key {typed.combo}"
+    return typed.kind
 
 
 def _table(rows: list[list[str]], header: list[str]) -> list[str]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deskpilot.actions import Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText, from_record
 from deskpilot.replay._recording import Recording
 
 __all__ = ["Mark", "ReportData", "TurnView", "build_report_data", "png_size"]
@@ -162,39 +163,38 @@ def _norm_box(value: Any) -> tuple[float, float, float, float] | None:
 def _physical_marks(
     action: Any, m: tuple[float, float, float, float, float, float] | None, index: int | None = None
 ) -> list[Mark]:
+    """The marks of a recorded action (read with :func:`deskpilot.actions.from_record`;
+    a record no deskpilot version wrote gets none)."""
     if not isinstance(action, dict):
         return []
-    kind = str(action.get("kind") or "")
-    label = str(action.get("label") or "")
+    try:
+        typed = from_record(action)
+    except ValueError:
+        return []
     out: list[Mark] = []
-    point = _phys_to_image(m, action.get("x"), action.get("y")) if m and "x" in action else None
-    if kind in ("click", "double_click", "right_click"):
-        if point:
-            button = action.get("button")
-            count = action.get("count")
-            name = "right_click" if kind == "right_click" or button == "right" else (
-                "double_click" if kind == "double_click" or count == 2 else "click")
-            out.append(Mark(name, *point, label=label, index=index))
-    elif kind == "move":
-        if point:
-            out.append(Mark("move", *point, label=label, index=index))
-    elif kind == "scroll":
-        if point:
-            dy, dx = action.get("dy") or 0, action.get("dx") or 0
+    if isinstance(typed, (Click, MoveMouse, Scroll)):
+        point = _phys_to_image(m, *typed.point) if m and typed.point is not None else None
+        if point is None:
+            return out
+        if isinstance(typed, Click):
+            name = "right_click" if typed.button == "right" else ("double_click" if typed.count == 2 else "click")
+            out.append(Mark(name, *point, label=typed.label or "", index=index))
+        elif isinstance(typed, MoveMouse):
+            out.append(Mark("move", *point, index=index))
+        else:
+            dy, dx = typed.dy, typed.dx
             out.append(Mark("scroll", *point, x2=float(dx), y2=float(dy), label=f"scroll {dy:+}" if dy else f"scroll x{dx:+}", index=index))
-    elif kind == "drag" and m:
-        start = _list(action.get("start")) or [action.get("x"), action.get("y")]
-        end = _list(action.get("end")) or [action.get("x2"), action.get("y2")]
-        a = _phys_to_image(m, *start[:2]) if len(start) >= 2 else None
-        b = _phys_to_image(m, *end[:2]) if len(end) >= 2 else None
+    elif isinstance(typed, Drag) and m:
+        a = _phys_to_image(m, *typed.start) if typed.start is not None else None
+        b = _phys_to_image(m, *typed.end)
         if a and b:
-            out.append(Mark("drag", a[0], a[1], b[0], b[1], label=label or "drag", index=index))
-    elif kind == "type":
-        out.append(Mark("text", label=f"type: {action.get('text', '')}", index=index))
-    elif kind == "key":
-        out.append(Mark("text", label=f"key: {action.get('key', '')}", index=index))
-    elif kind == "hold":
-        out.append(Mark("text", label=f"hold {action.get('key', '')} {action.get('seconds', '')} s", index=index))
+            out.append(Mark("drag", a[0], a[1], b[0], b[1], label=typed.label or "drag", index=index))
+    elif isinstance(typed, TypeText):
+        out.append(Mark("text", label=f"type: {typed.text}", index=index))
+    elif isinstance(typed, KeyPress):
+        out.append(Mark("text", label=f"key: {typed.combo}", index=index))
+    elif isinstance(typed, Hold):
+        out.append(Mark("text", label=f"hold {typed.combo} {typed.seconds} s", index=index))
     return out
 
 

@@ -3,8 +3,8 @@
 :class:`SafetyGuard` is what the agent loop holds for one run:
 
 - :meth:`SafetyGuard.check_action` is the tool layer's policy hook (``ToolContext.policy``):
-  it gets the action dict a tool is about to perform (``{"kind": "click", ...}``,
-  ``{"kind": "type", "text": ...}``, ``{"kind": "key", "key": ...}`` ...), reads the
+  it gets the :data:`~deskpilot.actions.Action` a tool is about to perform (``Click``,
+  ``TypeText``, ``KeyPress`` ...; a dict as the run record writes it is read), reads the
   foreground window when a rule needs it, decides, records the decision and raises
   :class:`PolicyDenied` to refuse. The full text of a ``type_text`` is checked before
   it is split into chunks, so a secret cannot slip through in pieces.
@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from deskpilot._errors import DeskpilotError, PolicyDenied, RunInterrupted
+from deskpilot.actions import Action, Click, Hold, KeyPress, TypeText, from_record
 from deskpilot.geometry import Rect
 from deskpilot.safety._killswitch import KillSwitch, RunBudget, Trip, WatchBackend
 from deskpilot.safety._policy import (
@@ -40,6 +41,7 @@ from deskpilot.safety._policy import (
     Decision,
     PendingConfirmation,
     Policy,
+    policy_denied_payload,
 )
 from deskpilot.safety._redact import RedactOptions, TypedTexts
 from deskpilot.safety._sequence import ActionSequence
@@ -50,29 +52,49 @@ __all__ = ["GuardedHands", "PolicyDenied", "SafetyGuard", "action_request", "run
 
 log = logging.getLogger("deskpilot.safety")
 
-_POINTER_KINDS = frozenset({"click", "move", "drag", "scroll", "double_click", "right_click", "mouse_down", "mouse_up"})
+
+#: What the guard checks: a typed action, or a dict as the run record writes it (read
+#: with :func:`deskpilot.actions.from_record`).
+Checked = Action | Mapping[str, Any]
 
 
-def action_request(action: Mapping[str, Any]) -> ActionRequest | None:
-    """The :class:`ActionRequest` of a tool-layer action dict (None: touches nothing)."""
-    kind = str(action.get("kind", "")).lower()
-    if kind in ("observe", "wait", "zoom", "screenshot", "done", "answer"):
+#: The kinds of action that send no input (:data:`deskpilot.actions.PASSIVE`).
+_SENDS_NOTHING = frozenset({"wait", "zoom"})
+
+
+def _typed(action: Checked) -> Action | None:
+    if not isinstance(action, Mapping):
+        return action
+    try:
+        return from_record(action)
+    except (ValueError, TypeError, KeyError):
         return None
-    keys: list[str] = []
-    hold = action.get("hold")
-    if isinstance(hold, str) and hold:
-        keys.append(hold)
-    if kind in ("key", "hold", "hotkey", "press_key"):
-        key = action.get("key") or action.get("keys") or action.get("combo")
-        if isinstance(key, (list, tuple)):
-            key = "+".join(str(k) for k in key)
-        keys.append(str(key) if key is not None else "")
-        return ActionRequest(kind, keys=tuple(keys))
-    if kind in ("type", "type_text", "write"):
-        text = action.get("text")
-        return ActionRequest(kind, keys=tuple(keys), text=text if isinstance(text, str) else str(text))
-    # pointer actions, and anything unknown: at least the window rules apply
-    return ActionRequest(kind or "action", keys=tuple(keys), pointer=True)
+
+
+def _kind(action: Checked) -> str | None:
+    if isinstance(action, Mapping):
+        kind = action.get("kind")
+        return None if kind is None else str(kind)
+    return action.kind
+
+
+def action_request(action: Checked) -> ActionRequest | None:
+    """The :class:`ActionRequest` of an action (None: it sends no input).
+
+    A dict that is no action record (no deskpilot version wrote it) is a pointer action of
+    its ``kind``: the window rules still apply to it.
+    """
+    if _kind(action) in _SENDS_NOTHING:
+        return None
+    typed = _typed(action)
+    if typed is None:
+        return ActionRequest(_kind(action) or "action", pointer=True)
+    if isinstance(typed, (KeyPress, Hold)):
+        return ActionRequest(typed.kind, keys=(typed.combo,))
+    if isinstance(typed, TypeText):
+        return ActionRequest(typed.kind, text=typed.text)
+    held = (typed.hold,) if isinstance(typed, Click) and typed.hold else ()
+    return ActionRequest(typed.kind, keys=held, pointer=True)
 
 
 class SafetyGuard:
@@ -187,7 +209,7 @@ class SafetyGuard:
             log.warning("cannot read the foreground window: %s", exc)
             return None
 
-    def decide(self, action: Mapping[str, Any]) -> Decision:
+    def decide(self, action: Checked) -> Decision:
         """Decide one action dict and record the decision (a confirm question blocks
         the calling thread: on an event loop use :meth:`decide_async`)."""
         begun = self._begin(action)
@@ -198,7 +220,7 @@ class SafetyGuard:
             decision = pending.ask()
         return self._answered(action, pending, decision, started)
 
-    async def decide_async(self, action: Mapping[str, Any]) -> Decision:
+    async def decide_async(self, action: Checked) -> Decision:
         """:meth:`decide` for the event loop: a confirm question is asked in a thread of
         its own while the loop goes on. Cancelled while it waits (a stop), the question
         is withdrawn, the action is recorded as denied and the cancellation propagates."""
@@ -214,7 +236,7 @@ class SafetyGuard:
             raise
         return self._answered(action, pending, decision, started)
 
-    def _begin(self, action: Mapping[str, Any]) -> Decision | tuple[PendingConfirmation, float]:
+    def _begin(self, action: Checked) -> Decision | tuple[PendingConfirmation, float]:
         """The decision when no one needs to be asked (recorded), else the question."""
         stopping = self._stopping(action)
         if stopping is not None:
@@ -250,7 +272,7 @@ class SafetyGuard:
         for pending in questions:
             pending.aborted.set()
 
-    def _stopping(self, action: Mapping[str, Any]) -> Decision | None:
+    def _stopping(self, action: Checked) -> Decision | None:
         if self.killswitch is None or not self.killswitch.tripped:
             return None
         trip = self.killswitch.trip_info
@@ -258,7 +280,7 @@ class SafetyGuard:
         return self._note(action, Decision(False, f"killswitch:{trip.source}", f"the run is stopping: {trip.reason}",
                                            "policy"), None)
 
-    def _answered(self, action: Mapping[str, Any], pending: PendingConfirmation, decision: Decision,
+    def _answered(self, action: Checked, pending: PendingConfirmation, decision: Decision,
                   started: float) -> Decision:
         if decision.allowed:
             # A yes that came after the kill switch tripped does not count.
@@ -267,7 +289,7 @@ class SafetyGuard:
                 return stopping
         return self._note(action, decision, pending.window, (time.perf_counter() - started) * 1000)
 
-    def _note(self, action: Mapping[str, Any], decision: Decision, window: WindowInfo | None,
+    def _note(self, action: Checked, decision: Decision, window: WindowInfo | None,
               ms: float | None = None) -> Decision:
         with self._lock:
             self.counts["checked"] += 1
@@ -277,29 +299,29 @@ class SafetyGuard:
             if decision.would_deny:
                 self.counts["would_deny"] += 1
             if not decision.allowed or decision.confirmed is not None or decision.would_deny:
-                entry: dict[str, Any] = {"kind": action.get("kind"), **decision.as_dict()}
+                entry: dict[str, Any] = {"kind": _kind(action), **decision.as_dict()}
                 if window is not None:
                     entry["window"] = window.describe()
                 if ms is not None:
                     entry["check_ms"] = round(ms, 3)
                 self.decisions.append(entry)
         if not decision.allowed:
-            log.warning("policy denied %s: %s [%s]", action.get("kind"), decision.reason, decision.rule)
+            log.warning("policy denied %s: %s [%s]", _kind(action), decision.reason, decision.rule)
         elif (request := action_request(action)) is not None:
             self.sequence.done(request.keys, request.text, request.pointer)
         return decision
 
-    def check_action(self, action: dict[str, Any]) -> None:
+    def check_action(self, action: Checked) -> None:
         """``ToolContext.policy``: raise :class:`PolicyDenied` to refuse ``action``."""
         decision = self.decide(action)
         if not decision.allowed:
-            raise PolicyDenied(decision, tool=str(action.get("kind") or "") or None)
+            raise PolicyDenied(decision, policy_denied_payload(decision, tool=_kind(action) or None))
 
-    async def check_action_async(self, action: dict[str, Any]) -> None:
+    async def check_action_async(self, action: Checked) -> None:
         """``ToolContext.policy_async``: :meth:`check_action` that never blocks the loop."""
         decision = await self.decide_async(action)
         if not decision.allowed:
-            raise PolicyDenied(decision, tool=str(action.get("kind") or "") or None)
+            raise PolicyDenied(decision, policy_denied_payload(decision, tool=_kind(action) or None))
 
     # -- the kill switch ------------------------------------------------------------------
 

@@ -39,13 +39,15 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import ActionDeniedError, DeskpilotError, StatelessError
+from deskpilot.actions import Action as InputAction
+from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll, TypeText
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._history import History, png_data_url
 from deskpilot.agent._run import RunResult, run_agent
@@ -57,9 +59,9 @@ from deskpilot.agent._tools import Hands, err_payload
 from deskpilot.agent.stateless._config import StatelessSettings, output_size
 from deskpilot.agent.stateless._prompt import denied_text, system_prompt, user_text
 from deskpilot.agent.stateless._protocol import Action, VlmOutput, parse_vlm_output
+from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
-from deskpilot.geometry import Rect, crop_rect
-from deskpilot.imaging._overlay import ActionMark, BoxMark, annotate
+from deskpilot.imaging._overlay import ActionMark, BoxMark, action_mark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token
 
 __all__ = [
@@ -396,8 +398,8 @@ class StatelessEngine:
         executed, ran = await self._execute(turn, out.actions)
         # The heat (and the trail) shows where actions ran, as the prompt tells the model:
         # an action the policy refused or one skipped after a failure is not drawn.
-        marks = tuple(a.mark() for a in ran)
-        ran_dicts = [a.as_dict() for a in ran]
+        marks = tuple(action_mark(physical) for _, physical in ran)
+        ran_dicts = [action.as_dict() for action, _ in ran]
 
         self.state.set_phase("capturing")
         if s.capture_delay > 0:
@@ -521,83 +523,83 @@ class StatelessEngine:
         return self.session.request_body(history, tools=[], extra={"top_p": self.settings.top_p})
 
     # ------------------------------------------------------------------ actions
-    def _physical(self, action: Action) -> dict[str, Any]:
-        """The action in physical pixels, in the tools' vocabulary (what policies and replays read)."""
+    def _physical(self, action: Action) -> InputAction:
+        """The protocol's action in physical pixels, as the tool sets' typed action (what
+        the policy checks, the record keeps and replay reads)."""
         assert self.mapping is not None
-        kind = "click" if action.name in ("click", "right_click", "double_click") else action.name
-        record: dict[str, Any] = {"kind": kind}
+        to_physical = self.mapping.norm_to_physical
+        if action.name == "type":
+            return TypeText(action.text or "")
+        if action.name == "key":
+            return KeyPress(action.keys or "")
+        assert action.x1 is not None and action.y1 is not None  # the protocol requires a point
+        point = to_physical(action.x1, action.y1)
+        source = Box(action.x1, action.y1, action.x1, action.y1)
         if action.name == "drag":
-            assert (
-                action.x1 is not None
-                and action.y1 is not None
-                and action.x2 is not None
-                and action.y2 is not None
+            assert action.x2 is not None and action.y2 is not None
+            steps = self.settings.drag_duration_steps
+            return Drag(
+                point,
+                to_physical(action.x2, action.y2),
+                steps=steps,
+                duration=round(steps * self.settings.drag_step_delay, 4),
+                source=(source, Box(action.x2, action.y2, action.x2, action.y2)),
             )
-            record["start"] = list(self.mapping.norm_to_physical(action.x1, action.y1))
-            record["end"] = list(self.mapping.norm_to_physical(action.x2, action.y2))
-            record["steps"] = self.settings.drag_duration_steps
-            record["duration"] = round(
-                self.settings.drag_duration_steps * self.settings.drag_step_delay, 4
-            )
-            return record
-        if action.x1 is not None and action.y1 is not None:
-            record["x"], record["y"] = self.mapping.norm_to_physical(action.x1, action.y1)
-        if kind == "click":
-            record["button"] = "right" if action.name == "right_click" else "left"
-            record["count"] = 2 if action.name == "double_click" else 1
-        elif action.name == "scroll":
-            record["dy"], record["dx"] = action.dy, action.dx
-        elif action.name == "type":
-            record["text"] = action.text
-        elif action.name == "key":
-            record["key"] = action.keys
-        return record
+        if action.name == "scroll":
+            return Scroll(point, dy=action.dy, dx=action.dx, source=source)
+        if action.name == "move":
+            return MoveMouse(point, source=source)
+        button: Literal["left", "right"] = "right" if action.name == "right_click" else "left"
+        return Click(point, button, 2 if action.name == "double_click" else 1, source=source)
 
-    def _perform(self, action: Action, p: dict[str, Any]) -> None:
-        """Runs on the input thread."""
+    def _perform(self, physical: InputAction) -> None:
+        """Runs on the input thread. The seed's events: a click or a scroll is sent at its
+        point without a separate move first, a text in chunks that a stop ends early."""
         hands = self.hands
-        name = action.name
-        if name == "move":
-            hands.move(p["x"], p["y"])
-        elif name in ("click", "right_click", "double_click"):
-            hands.click(p["x"], p["y"], button=p["button"], count=p["count"])
-        elif name == "drag":
-            hands.drag(tuple(p["start"]), tuple(p["end"]), duration=p["duration"], steps=p["steps"])
-        elif name == "scroll":
-            hands.scroll(p["x"], p["y"], dy=action.dy, dx=action.dx)
-        elif name == "type":
-            text = action.text or ""
+        if isinstance(physical, MoveMouse):
+            hands.move(*physical.point)
+        elif isinstance(physical, Click):
+            assert physical.point is not None
+            hands.click(*physical.point, button=physical.button, count=physical.count)
+        elif isinstance(physical, Drag):
+            assert physical.start is not None and physical.steps is not None and physical.duration is not None
+            hands.drag(physical.start, physical.end, duration=physical.duration, steps=physical.steps)
+        elif isinstance(physical, Scroll):
+            assert physical.point is not None
+            hands.scroll(*physical.point, dy=physical.dy, dx=physical.dx)
+        elif isinstance(physical, TypeText):
+            text = physical.text
             chunk = max(1, self.session.ctx.type_chunk)
             for start in range(0, len(text), chunk):
                 if self.session.ctx.stop.is_set():
                     break
                 hands.type_text(text[start : start + chunk])
-        elif name == "key":
-            hands.key(action.keys or "")
+        elif isinstance(physical, KeyPress):
+            hands.key(physical.combo)
         hands.sync()
 
     async def _execute(
         self, turn: Turn, actions: tuple[Action, ...]
-    ) -> tuple[list[tuple[Action, str | None]], list[Action]]:
+    ) -> tuple[list[tuple[Action, str | None]], list[tuple[Action, InputAction]]]:
         """Run the turn's actions in order: ``(outcomes, ran)``.
 
         ``outcomes`` pairs every action that was tried with its error (None when it ran;
         a policy denial or an input failure otherwise), for the model's feedback; ``ran``
-        holds the actions that were sent (dry runs: that would have been), failed ones
+        holds the actions that were sent, each with its physical form (dry runs: that would have been), failed ones
         included since their input may have been partly delivered, but not the ones the
         policy refused nor those skipped after a failure: what the heat may show.
         """
         s = self.settings
         ctx = self.session.ctx
         done: list[tuple[Action, str | None]] = []
-        ran: list[Action] = []
+        ran: list[tuple[Action, InputAction]] = []
         records: list[dict[str, Any]] = []
         failed = False
         for action in actions:
             if action.name == "done":
                 continue
             physical = self._physical(action)
-            entry: dict[str, Any] = {"action": action.as_dict(), "physical": physical}
+            entry: dict[str, Any] = {"action": action.as_dict(), "physical": physical.to_record()}
             records.append(entry)
             if failed:
                 entry["skipped"] = "an earlier action of this turn failed"
@@ -611,12 +613,12 @@ class StatelessEngine:
                 # The run's safety policy sees the action in the tools' vocabulary (the
                 # physical record) before any input is sent, in dry runs too.
                 await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
-                ran.append(action)
-                await ctx.run_blocking(lambda a=action, p=physical: self._perform(a, p))  # type: ignore[misc]
+                ran.append((action, physical))
+                await ctx.run_blocking(lambda p=physical: self._perform(p))  # type: ignore[misc]
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
-                if ran and ran[-1] is action:
+                if ran and ran[-1][0] is action:
                     ran.pop()  # refused by a check on the input side: nothing was sent
                 payload = getattr(exc, "payload", None)
                 if not isinstance(payload, dict):

@@ -36,11 +36,11 @@ from typing import Any, Literal
 
 import orjson
 
-from deskpilot._errors import UnknownKeyError
+from deskpilot._errors import ArgumentError, UnknownKeyError
 from deskpilot._untrusted import scrub_surrogates
 from deskpilot.agent._toolcalls import strip_think
 from deskpilot.geometry import NORM_MAX
-from deskpilot.imaging._overlay import ActionMark, BoxMark
+from deskpilot.imaging._overlay import ActionMark, BoxMark, scroll_words
 from deskpilot.input._keys import parse_combo
 
 __all__ = [
@@ -148,7 +148,7 @@ class Action:
             return f"key {self.keys}"
         parts = [self.name]
         if self.name == "scroll":
-            parts.append(_scroll_words(self.dx, self.dy))
+            parts.append(scroll_words(self.dx, self.dy))
         if self.is_pointer:
             parts.append(f"{self.x1},{self.y1}")
         if self.x2 is not None and self.y2 is not None:
@@ -163,17 +163,8 @@ class Action:
         elif self.name == "key":
             detail = self.keys or ""
         elif self.name == "scroll":
-            detail = _scroll_words(self.dx, self.dy)
+            detail = scroll_words(self.dx, self.dy)
         return ActionMark(self.name, self.x1, self.y1, self.x2, self.y2, detail=detail)
-
-
-def _scroll_words(dx: int, dy: int) -> str:
-    words = []
-    if dy:
-        words.append(f"{'down' if dy > 0 else 'up'} {abs(dy)}")
-    if dx:
-        words.append(f"{'right' if dx > 0 else 'left'} {abs(dx)}")
-    return " ".join(words) or "0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,12 +361,13 @@ def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
 # ---------------------------------------------------------------------- items
 
 
-class _Reject(Exception):
-    """One bbox or action the model wrote is unusable; :func:`parse_vlm_output` turns it into a
-    :class:`Rejection` and goes on, so it never leaves this module (not a DeskpilotError)."""
+class _Reject(ArgumentError):
+    """An item that cannot be used: it goes to :attr:`VlmOutput.rejected` with ``reason``
+    (the tool sets' ``invalid_args``; the model reads the reason next turn). It never
+    leaves this module: :func:`parse_vlm_output` turns it into a :class:`Rejection`."""
 
     def __init__(self, reason: str) -> None:
-        super().__init__(reason)
+        super().__init__("invalid_args", reason)
         self.reason = reason
 
 

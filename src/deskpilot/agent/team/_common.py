@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from deskpilot._errors import InvalidBoxError, UnknownKeyError
+from deskpilot import actions
+from deskpilot._errors import InvalidBoxError
 from deskpilot.agent._toolcalls import ToolCall
-from deskpilot.agent._tools import ToolError
+from deskpilot.agent._tools import ToolError, key_names
 from deskpilot.geometry import NORM_MAX, clamp_norm, parse_box
 from deskpilot.geometry import Mapping as GeoMapping
-from deskpilot.input import parse_combo
 
 __all__ = [
     "DONE_STATUSES",
@@ -204,13 +204,8 @@ def read_required_text(
 
 
 def read_text_to_type(args: Mapping[str, Any], name: str = "text") -> str:
-    """Text to type, exactly as given (no stripping: a trailing space can matter)."""
-    value = args.get(name)
-    if value is None or value == "":
-        raise ToolError("empty_text", f"{name} is required and must not be empty")
-    if not isinstance(value, str):
-        raise ToolError("invalid_args", f"{name} must be a string, got {type(value).__name__}")
-    return value
+    """Text to type, exactly as given (the type tool checks its length)."""
+    return actions.text(args, limit=None, key=name)
 
 
 def read_optional_text(args: Mapping[str, Any], name: str) -> str:
@@ -258,10 +253,7 @@ def read_key(args: Mapping[str, Any], name: str = "key") -> str:
         raise ToolError(
             "invalid_args", f"{name} must be a string like 'ctrl+c', got {value!r}"[:300]
         )
-    try:
-        parse_combo(value)
-    except UnknownKeyError as exc:
-        raise ToolError("invalid_key", str(exc)) from None
+    actions.combo_names(value, key_names)
     return value.strip()
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deskpilot._errors import ActionDeniedError, DeskpilotError
+from deskpilot.actions import from_record
 from deskpilot.agent._toolcalls import ToolCall
 from deskpilot.agent._tools import ToolContext
 from deskpilot.agent.team._common import ParsedCall
@@ -110,7 +111,7 @@ async def run_recovery(ctx: ToolContext) -> RecoveryReport:
     denied: list[dict[str, Any]] = []
     for action in recovery_actions(ctx):
         try:
-            await ctx.acheck_policy(action)  # a confirm question never blocks the loop
+            await ctx.acheck_policy(from_record(action))  # a confirm question never blocks the loop
         except ActionDeniedError:
             denied.append(action)
             continue
