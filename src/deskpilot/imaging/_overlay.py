@@ -27,23 +27,26 @@ Colours accept the seed's CSS strings (``"rgba(255,140,0,0.55)"``, ``"#ff8c00"``
 
 from __future__ import annotations
 
-import importlib
 import math
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from types import ModuleType
-from typing import Any, Literal
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot._errors import ConfigError, ImagingError
-from deskpilot._version import __version__
 from deskpilot.imaging import _overlay_reference
-from deskpilot.imaging._backend import env_flag, native_unavailable
+from deskpilot.imaging._backend import (
+    ANNOTATE_MODULE,
+    AnnotateKernels,
+    Backend,
+    load_annotate_kernels,
+    require_native,
+)
 
 __all__ = [
     "OVERLAY_BACKEND",
@@ -53,6 +56,7 @@ __all__ = [
     "BoxMark",
     "OverlayPlan",
     "OverlayStyle",
+    "Primitives",
     "annotate",
     "draw_plan",
     "gradient_table",
@@ -62,8 +66,6 @@ __all__ = [
 
 Rgba = tuple[int, int, int, int]
 U8 = npt.NDArray[np.uint8]
-Backend = Literal["native", "reference"]
-NATIVE_MODULE = "deskpilot._native.annotate"
 
 #: Actions drawn at a screen position (heat + marker + label next to it).
 POINTER_ACTIONS = frozenset({"move", "click", "right_click", "double_click", "drag", "scroll"})
@@ -103,28 +105,177 @@ FONT: U8 = np.frombuffer(bytes.fromhex("".join(_FONT_HEX)), dtype=np.uint8).resh
 )
 
 
-def _load_backend() -> tuple[Backend, ModuleType]:
-    if env_flag("DESKPILOT_PURE"):
-        return "reference", _overlay_reference
-    try:
-        native = importlib.import_module(NATIVE_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != NATIVE_MODULE:
-            raise
-        native_unavailable(NATIVE_MODULE, exc)  # one warning per process, or REQUIRE_NATIVE
-        return "reference", _overlay_reference
-    if __version__ != native.CORE_VERSION:
-        raise ImportError(
-            f"deskpilot's compiled annotation core is version {native.CORE_VERSION!r} but the "
-            f"package is {__version__!r}: the extension is stale. Rebuild it with "
-            "`python setup.py build_ext --inplace` (or `pip install -e .`), "
-            "or set DESKPILOT_PURE=1 to use the numpy reference.",
-            name=NATIVE_MODULE,
+OVERLAY_BACKEND, _KERNELS = load_annotate_kernels()
+
+
+def _kernels_for(backend: Backend | None) -> AnnotateKernels:
+    if backend is None:
+        return _KERNELS
+    if backend == "reference":
+        return cast(AnnotateKernels, _overlay_reference)
+    if backend == "native":
+        # Asked for by name (tests, benchmarks): load it even under DESKPILOT_PURE.
+        if OVERLAY_BACKEND == "native":
+            return _KERNELS
+        return cast(AnnotateKernels, require_native(ANNOTATE_MODULE))
+    raise ImagingError(f"backend must be 'native' or 'reference', got {backend!r}")
+
+
+# -------------------------------------------------------------------- argument checking
+#
+# The kernels (compiled and reference) trust their arguments, as deskpilot.imaging._api's
+# do: everything a kernel assumes is checked here, once per call, with an ImagingError
+# that says what was wrong.
+
+_MAX_GRADIENT = 65536  # the compiled kernels index the table with 32-bit integers
+
+
+def _check_frame(frame: Any) -> U8:
+    if not isinstance(frame, np.ndarray):
+        raise ImagingError(f"frame must be a numpy array, got {type(frame).__name__}")
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise ImagingError(
+            f"frame must be an RGB HxWx3 uint8 array, got {frame.dtype} {frame.shape}",
+            dtype=str(frame.dtype),
+            shape=frame.shape,
         )
-    return "native", native
+    if frame.strides[2] != 1 or frame.strides[1] != 3:
+        raise ImagingError(
+            f"frame pixels must be packed RGB (rows may be strided), got strides {frame.strides}",
+            strides=frame.strides,
+        )
+    if not frame.flags.writeable:
+        raise ImagingError("frame is read-only: annotation draws in place")
+    return frame
 
 
-OVERLAY_BACKEND, _KERNELS = _load_backend()
+def _check_table(
+    table: Any, name: str, columns: int, dtype: type[np.generic], colours: int | None
+) -> npt.NDArray[Any]:
+    """A C-contiguous (n, columns) table; finite if float; ``table[:, colours:]`` in 0..255."""
+    try:
+        arr = np.ascontiguousarray(table, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ImagingError(f"{name} is not a table of numbers: {exc}") from exc
+    if arr.ndim != 2 or arr.shape[1] != columns:
+        raise ImagingError(
+            f"{name} must have shape (n, {columns}), got {arr.shape}", shape=arr.shape
+        )
+    if arr.size:
+        if dtype is np.float64 and not np.isfinite(arr).all():
+            raise ImagingError(f"{name} has a non-finite value")
+        if colours is not None:
+            rgba = arr[:, colours:]
+            if rgba.min() < 0 or rgba.max() > 255:
+                raise ImagingError(f"{name} colours must be 0..255")
+    return arr
+
+
+def _check_alpha_q(arr: npt.NDArray[Any], column: int, name: str) -> None:
+    # 0..256 keeps the compiled kernels' integer blend inside 16 bits (and a float cast defined).
+    if arr.size and (arr[:, column].min() < 0 or arr[:, column].max() > 256):
+        raise ImagingError(f"{name} alpha_q must be 0..256")
+
+
+def _check_spots(spots: Any) -> npt.NDArray[np.float64]:
+    arr = _check_table(spots, "spots", 4, np.float64, None)
+    _check_alpha_q(arr, 3, "spots")
+    return arr
+
+
+def _check_boxes(boxes: Any) -> npt.NDArray[np.int32]:
+    arr = _check_table(boxes, "boxes", 5, np.int32, None)
+    _check_alpha_q(arr, 4, "boxes")
+    return arr
+
+
+def _check_rects(rects: Any) -> npt.NDArray[np.int32]:
+    return _check_table(rects, "rects", 9, np.int32, 5)
+
+
+def _check_rings(rings: Any) -> npt.NDArray[np.float64]:
+    return _check_table(rings, "rings", 8, np.float64, 4)
+
+
+def _check_lines(lines: Any) -> npt.NDArray[np.float64]:
+    return _check_table(lines, "lines", 9, np.float64, 5)
+
+
+def _check_lut(lut: Any) -> U8:
+    arr = np.ascontiguousarray(lut, dtype=np.uint8)
+    if arr.ndim != 2 or arr.shape[1] != 4 or not 2 <= arr.shape[0] <= _MAX_GRADIENT:
+        raise ImagingError(
+            f"gradient table must have shape (2..{_MAX_GRADIENT}, 4), got {arr.shape}",
+            shape=arr.shape,
+        )
+    return arr
+
+
+def _check_text(runs: Any, codes: Any) -> tuple[npt.NDArray[np.int32], bytes]:
+    if not isinstance(codes, (bytes, bytearray, memoryview)):
+        raise ImagingError(f"codes must be bytes, got {type(codes).__name__}")
+    # Runs pointing outside ``codes`` are skipped by the kernels (like pixels off the frame).
+    return _check_table(runs, "runs", 9, np.int32, 5), bytes(codes)
+
+
+def _check_font(font: Any, cell_width: Any) -> tuple[U8, int]:
+    arr = np.ascontiguousarray(font, dtype=np.uint8)
+    if (
+        arr.ndim != 2
+        or arr.shape[0] != _overlay_reference.LAST_GLYPH - _overlay_reference.FIRST_GLYPH + 1
+    ):
+        raise ImagingError(f"font must have shape (95, rows), got {arr.shape}", shape=arr.shape)
+    if isinstance(cell_width, bool) or not isinstance(cell_width, (int, np.integer)):
+        raise ImagingError(f"cell_width must be an integer, got {cell_width!r}")
+    if not 1 <= int(cell_width) <= 8:
+        raise ImagingError(f"cell_width must be 1..8, got {cell_width}")
+    return arr, int(cell_width)
+
+
+class Primitives:
+    """The annotation kernels one primitive batch at a time, behind the same checks as
+    :func:`draw_plan` (for tests, benchmarks and custom overlays).
+
+    ``backend`` ``None`` is the active one (:data:`OVERLAY_BACKEND`); ``"native"`` or
+    ``"reference"`` picks one. Every method draws onto ``frame`` (RGB HxWx3 uint8) in place.
+    """
+
+    def __init__(self, backend: Backend | None = None) -> None:
+        self._kernels = _kernels_for(backend)
+
+    def heat_spots(self, frame: U8, spots: npt.ArrayLike, lut: npt.ArrayLike) -> None:
+        """Radial gradients at rows ``(cx, cy, radius, alpha_q 0..256)``; ``lut`` indexed by t^2."""
+        self._kernels.heat_spots(_check_frame(frame), _check_spots(spots), _check_lut(lut))
+
+    def box_heat(self, frame: U8, boxes: npt.ArrayLike, lut: npt.ArrayLike) -> None:
+        """Boxes ``(x0, y0, x1, y1, alpha_q)`` filled with a radial gradient reaching the corners."""
+        self._kernels.box_heat(_check_frame(frame), _check_boxes(boxes), _check_lut(lut))
+
+    def rects(self, frame: U8, rects: npt.ArrayLike) -> None:
+        """Rectangles ``(x0, y0, x1, y1, border, r, g, b, a)``; ``border <= 0`` fills."""
+        self._kernels.rects(_check_frame(frame), _check_rects(rects))
+
+    def rings(self, frame: U8, rings: npt.ArrayLike) -> None:
+        """Rings ``(cx, cy, r_inner, r_outer, r, g, b, a)``; ``r_inner = 0`` is a disc."""
+        self._kernels.rings(_check_frame(frame), _check_rings(rings))
+
+    def lines(self, frame: U8, lines: npt.ArrayLike) -> None:
+        """Segments ``(x0, y0, x1, y1, width, r, g, b, a)`` with round caps."""
+        self._kernels.lines(_check_frame(frame), _check_lines(lines))
+
+    def text(
+        self,
+        frame: U8,
+        runs: npt.ArrayLike,
+        codes: bytes | bytearray | memoryview,
+        font: npt.ArrayLike,
+        cell_width: int,
+    ) -> None:
+        """Text runs ``(x, y, start, length, scale, r, g, b, a)`` in a (95, rows) bitmap font."""
+        img = _check_frame(frame)
+        table, data = _check_text(runs, codes)
+        glyphs, width = _check_font(font, cell_width)
+        self._kernels.text(img, table, data, glyphs, width)
 
 
 # ------------------------------------------------------------------------------- colours
@@ -654,41 +805,22 @@ def plan_overlay(
 
 def draw_plan(frame: U8, plan: OverlayPlan, *, backend: Backend | None = None) -> None:
     """Draw a plan onto ``frame`` (RGB HxWx3 uint8, in place) with the chosen kernels."""
-    if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3:
+    img = _check_frame(frame)
+    if img.shape[0] != plan.height or img.shape[1] != plan.width:
         raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
+            f"plan was laid out for {plan.width}x{plan.height}, frame is {img.shape[1]}x{img.shape[0]}",
+            plan=(plan.width, plan.height),
+            frame=(img.shape[1], img.shape[0]),
         )
-    if frame.shape[0] != plan.height or frame.shape[1] != plan.width:
-        raise ImagingError(
-            f"plan was laid out for {plan.width}x{plan.height}, frame is {frame.shape[1]}x{frame.shape[0]}"
-        )
-    k = (
-        _KERNELS
-        if backend is None
-        else (_overlay_reference if backend == "reference" else _native_kernels())
-    )
-    k.box_heat(frame, plan.box_heat, plan.box_lut)
-    k.rects(frame, plan.box_borders)
-    k.heat_spots(frame, plan.spots, plan.heat_lut)
-    k.lines(frame, plan.lines)
-    k.rings(frame, plan.rings)
-    k.rects(frame, plan.label_rects)
-    k.text(frame, plan.text_runs, plan.codes, FONT, FONT_CELL[0])
-
-
-def _native_kernels() -> ModuleType:
-    # Asked for by name (tests, benchmarks): load it even under DESKPILOT_PURE.
-    if OVERLAY_BACKEND == "native":
-        return _KERNELS
-    try:
-        native = importlib.import_module(NATIVE_MODULE)
-    except ModuleNotFoundError:
-        raise ImagingError(
-            "the compiled annotation core is not built: python setup.py build_ext --inplace"
-        ) from None
-    if __version__ != native.CORE_VERSION:
-        raise ImagingError(f"the compiled annotation core is stale ({native.CORE_VERSION!r})")
-    return native
+    k = _kernels_for(backend)
+    k.box_heat(img, _check_boxes(plan.box_heat), _check_lut(plan.box_lut))
+    k.rects(img, _check_rects(plan.box_borders))
+    k.heat_spots(img, _check_spots(plan.spots), _check_lut(plan.heat_lut))
+    k.lines(img, _check_lines(plan.lines))
+    k.rings(img, _check_rings(plan.rings))
+    k.rects(img, _check_rects(plan.label_rects))
+    runs, codes = _check_text(plan.text_runs, plan.codes)
+    k.text(img, runs, codes, FONT, FONT_CELL[0])
 
 
 def annotate(
@@ -701,14 +833,9 @@ def annotate(
     backend: Backend | None = None,
 ) -> U8:
     """Draw one turn's overlays onto ``frame`` in place and return it (see the module doc)."""
-    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-        raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
-        )
-    plan = plan_overlay(
-        frame.shape[1], frame.shape[0], actions, boxes, style=style, previous=previous
-    )
-    draw_plan(frame, plan, backend=backend)
+    img = _check_frame(frame)
+    plan = plan_overlay(img.shape[1], img.shape[0], actions, boxes, style=style, previous=previous)
+    draw_plan(img, plan, backend=backend)
     return frame
 
 
