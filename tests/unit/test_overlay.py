@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deskpilot._errors import ConfigError, ImagingError
+from deskpilot._errors import ImagingError
 from deskpilot.imaging import _overlay as ov
 from deskpilot.imaging import _overlay_reference as ref
 from deskpilot.imaging._backend import ANNOTATE_MODULE, load, require_native
@@ -115,75 +115,6 @@ def test_public_names_exist_and_are_sorted() -> None:
 
 
 # -- colours and gradients -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("rgba(255, 140, 0, 0.55)", (255, 140, 0, 140)),
-        ("rgb(0,0,0)", (0, 0, 0, 255)),
-        ("RGBA(10,20,30,1)", (10, 20, 30, 255)),
-        ("#f80", (255, 136, 0, 255)),
-        ("#1e90ff", (30, 144, 255, 255)),
-        ("#1e90ff80", (30, 144, 255, 128)),
-        ([1, 2, 3], (1, 2, 3, 255)),
-        ([300, -5, 3.6, 0.5], (255, 0, 4, 128)),
-        ("rgba(100%, 0%, 50%, 0)", (255, 0, 128, 0)),
-    ],
-)
-def test_parse_color(value: Any, expected: tuple[int, int, int, int]) -> None:
-    assert ov.parse_color(value) == expected
-
-
-@pytest.mark.parametrize(
-    "value", ["orange", "#12345", "rgba(1,2)", "rgba(a,b,c,d)", [1, 2], None, 7, [1, 2, "x"]]
-)
-def test_parse_color_rejects(value: Any) -> None:
-    with pytest.raises(ConfigError):
-        ov.parse_color(value)
-
-
-def test_style_reads_the_seed_ui_config_and_round_trips() -> None:
-    ui = {
-        "executed_heat": {
-            "enabled": True,
-            "radius_scale": 0.05,
-            "stops": [[0, "rgba(255,120,0,0.6)"], [1, "rgba(255,120,0,0)"]],
-            "trail_turns": 3,
-            "trail_shrink": 0.7,
-        },
-        "bbox_heat": {
-            "enabled": True,
-            "border": "rgba(0,120,255,0.9)",
-            "border_width": 3,
-            "fill_stops": [[0, "rgba(0,120,255,0.1)"], [1, "rgba(0,120,255,0.3)"]],
-        },
-    }
-    style = OverlayStyle.from_ui_config(ui)
-    assert style.heat_radius_scale == 0.05 and style.trail_turns == 3 and style.trail_shrink == 0.7
-    assert style.heat_stops[0] == (0.0, (255, 120, 0, 153))
-    assert style.bbox_border == (0, 120, 255, 230) and style.bbox_border_width == 3
-    again = OverlayStyle.from_ui_config(style.to_ui_config())
-    assert again == style
-
-
-@pytest.mark.parametrize(
-    "ui",
-    [
-        {"executed_heat": {"radius": 1}},
-        {"heat": {}},
-        {"executed_heat": {"trail_turns": 0}},
-        {"executed_heat": {"trail_shrink": 1.5}},
-        {"executed_heat": {"stops": []}},
-        {"executed_heat": {"stops": [[0, "blue"]]}},
-        {"bbox_heat": {"enabled": "yes"}},
-        {"labels": {"scale": 2.5}},
-        {"bbox_heat": []},
-    ],
-)
-def test_style_rejects_bad_ui_config(ui: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError):
-        OverlayStyle.from_ui_config(ui)
 
 
 def test_gradient_table_interpolates_premultiplied_and_is_indexed_by_t_squared() -> None:

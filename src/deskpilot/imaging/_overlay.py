@@ -22,16 +22,16 @@ and :data:`OVERLAY_BACKEND` says which one is active::
     annotator = Annotator()                      # default style, 4-turn trail
     annotator.annotate(rgb, [ActionMark("click", 500, 300)])
 
-Colours accept the seed's CSS strings (``"rgba(255,140,0,0.55)"``, ``"#ff8c00"``).
+Colours are ``(r, g, b, a)`` tuples 0..255. The seed's ``UI_CONFIG`` form of a style (CSS
+colour strings, the panel's sections) is read and written by :mod:`deskpilot.panel`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, cast
 
@@ -60,7 +60,6 @@ __all__ = [
     "annotate",
     "draw_plan",
     "gradient_table",
-    "parse_color",
     "plan_overlay",
 ]
 
@@ -278,81 +277,9 @@ class Primitives:
         self._kernels.text(img, table, data, glyphs, width)
 
 
-# ------------------------------------------------------------------------------- colours
-
-_RGBA_RE = re.compile(r"^rgba?\(\s*([^)]*)\)$", re.IGNORECASE)
-
-
-def _channel(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"colour {what} must be a number 0..255, got {value!r}")
-    return max(0, min(255, round(value)))
-
-
-def _alpha(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"colour {what} alpha must be a number 0..1, got {value!r}")
-    return max(0, min(255, round(float(value) * 255)))
-
-
-def parse_color(value: Any) -> Rgba:
-    """A colour as ``(r, g, b, a)`` 0..255 from the seed's CSS forms or a list.
-
-    Accepted: ``"rgba(255, 140, 0, 0.55)"``, ``"rgb(0, 0, 0)"``, ``"#rgb"``, ``"#rrggbb"``,
-    ``"#rrggbbaa"``, ``[r, g, b]`` and ``[r, g, b, alpha 0..1]``. Raises ConfigError otherwise.
-    """
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("#"):
-            digits = text[1:]
-            if len(digits) == 3 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                digits = "".join(c * 2 for c in digits)
-            if len(digits) in (6, 8) and all(c in "0123456789abcdefABCDEF" for c in digits):
-                raw = bytes.fromhex(digits)
-                return (raw[0], raw[1], raw[2], raw[3] if len(raw) == 4 else 255)
-            raise ConfigError(f"colour {value!r}: expected #rgb, #rrggbb or #rrggbbaa")
-        match = _RGBA_RE.match(text)
-        if match is None:
-            raise ConfigError(
-                f"colour {value!r}: expected rgba(r, g, b, a), rgb(r, g, b) or #rrggbb"
-            )
-        parts = [p.strip() for p in match.group(1).split(",")]
-        try:
-            # Percentages: of 255 for the channels, of 1 for the alpha.
-            numbers = [
-                float(p[:-1]) * (255 if i < 3 else 1) / 100 if p.endswith("%") else float(p)
-                for i, p in enumerate(parts)
-            ]
-        except ValueError:
-            raise ConfigError(f"colour {value!r} has a part that is not a number") from None
-        value = numbers
-    if isinstance(value, (list, tuple)) and len(value) in (3, 4):
-        rgb = tuple(_channel(v, "channel") for v in value[:3])
-        a = _alpha(value[3], repr(value)) if len(value) == 4 else 255
-        return (rgb[0], rgb[1], rgb[2], a)
-    raise ConfigError(f"colour {value!r}: expected a CSS colour string or [r, g, b(, a)]")
-
-
-def _css(color: Rgba) -> str:
-    return f"rgba({color[0]},{color[1]},{color[2]},{round(color[3] / 255, 4)})"
-
+# ----------------------------------------------------------------------------- gradients
 
 GradientStops = tuple[tuple[float, Rgba], ...]
-
-
-def _parse_stops(value: Any, what: str) -> GradientStops:
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{what} must be a non-empty list of [position 0..1, colour]")
-    stops: list[tuple[float, Rgba]] = []
-    for item in value:
-        if not isinstance(item, (list, tuple)) or len(item) != 2:
-            raise ConfigError(f"{what}: each stop is [position, colour], got {item!r}")
-        pos, color = item
-        if isinstance(pos, bool) or not isinstance(pos, (int, float)) or not math.isfinite(pos):
-            raise ConfigError(f"{what}: stop position must be a number 0..1, got {pos!r}")
-        stops.append((min(1.0, max(0.0, float(pos))), parse_color(color)))
-    # Like CanvasGradient.addColorStop: stable order by position.
-    return tuple(sorted(stops, key=lambda s: s[0]))
 
 
 @lru_cache(maxsize=32)
@@ -440,7 +367,7 @@ _DEFAULT_BOX_STOPS: GradientStops = (
 
 @dataclass(frozen=True)
 class OverlayStyle:
-    """How overlays look. ``from_ui_config`` reads the seed's ``UI_CONFIG`` dictionary.
+    """How overlays look (the seed's ``UI_CONFIG`` form: :func:`deskpilot.panel.style_from_ui_config`).
 
     Sizes are in pixels of the annotated frame; ``label_scale = 0`` picks the font scale
     (and the marker size) from the frame, about 1 per 450 pixels of its shorter side.
@@ -465,150 +392,26 @@ class OverlayStyle:
     box_label_color: Rgba = (170, 215, 255, 255)
 
     def __post_init__(self) -> None:
+        # ``field`` names the attribute, so that a reader of another form of the style (the
+        # panel's UI_CONFIG) can say which of its own keys was wrong.
+        def bad(name: str, expected: str) -> ConfigError:
+            value = getattr(self, name)
+            return ConfigError(f"{name} must be {expected}, got {value}", field=name, value=value)
+
         if not (math.isfinite(self.heat_radius_scale) and 0 < self.heat_radius_scale <= 1):
-            raise ConfigError(
-                f"executed_heat.radius_scale must be in (0, 1], got {self.heat_radius_scale}"
-            )
+            raise bad("heat_radius_scale", "in (0, 1]")
         if not 1 <= self.trail_turns <= 64:
-            raise ConfigError(f"executed_heat.trail_turns must be 1..64, got {self.trail_turns}")
+            raise bad("trail_turns", "1..64")
         if not (math.isfinite(self.trail_shrink) and 0 < self.trail_shrink <= 1):
-            raise ConfigError(
-                f"executed_heat.trail_shrink must be in (0, 1], got {self.trail_shrink}"
-            )
+            raise bad("trail_shrink", "in (0, 1]")
         if not 0 <= self.bbox_border_width <= 64:
-            raise ConfigError(f"bbox_heat.border_width must be 0..64, got {self.bbox_border_width}")
+            raise bad("bbox_border_width", "0..64")
         if not 0 <= self.label_scale <= 16:
-            raise ConfigError(f"labels.scale must be 0..16, got {self.label_scale}")
-
-    @classmethod
-    def from_ui_config(cls, ui: Mapping[str, Any]) -> OverlayStyle:
-        """Build a style from the seed's ``UI_CONFIG`` shape (unknown keys are refused).
-
-        ``{"executed_heat": {enabled, radius_scale, stops, trail_turns, trail_shrink},
-        "bbox_heat": {enabled, border, border_width, fill_stops}, "labels": {enabled,
-        markers, scale, color, background, box_color, action_color, outline}}``.
-        """
-        if not isinstance(ui, Mapping):
-            raise ConfigError(f"UI config must be a table, got {type(ui).__name__}")
-        known = {"executed_heat", "bbox_heat", "labels"}
-        if unknown := sorted(set(ui) - known):
-            raise ConfigError(f"unknown UI config section(s) {unknown}; known: {sorted(known)}")
-        style = cls()
-        changes: dict[str, Any] = {}
-        heat = _section(
-            ui, "executed_heat", {"enabled", "radius_scale", "stops", "trail_turns", "trail_shrink"}
-        )
-        if "enabled" in heat:
-            changes["heat_enabled"] = _bool(heat["enabled"], "executed_heat.enabled")
-        if "radius_scale" in heat:
-            changes["heat_radius_scale"] = _float(
-                heat["radius_scale"], "executed_heat.radius_scale"
-            )
-        if "stops" in heat:
-            changes["heat_stops"] = _parse_stops(heat["stops"], "executed_heat.stops")
-        if "trail_turns" in heat:
-            changes["trail_turns"] = _int(heat["trail_turns"], "executed_heat.trail_turns")
-        if "trail_shrink" in heat:
-            changes["trail_shrink"] = _float(heat["trail_shrink"], "executed_heat.trail_shrink")
-        box = _section(ui, "bbox_heat", {"enabled", "border", "border_width", "fill_stops"})
-        if "enabled" in box:
-            changes["bbox_enabled"] = _bool(box["enabled"], "bbox_heat.enabled")
-        if "border" in box:
-            changes["bbox_border"] = parse_color(box["border"])
-        if "border_width" in box:
-            changes["bbox_border_width"] = round(
-                _float(box["border_width"], "bbox_heat.border_width")
-            )
-        if "fill_stops" in box:
-            changes["bbox_fill_stops"] = _parse_stops(box["fill_stops"], "bbox_heat.fill_stops")
-        labels = _section(
-            ui,
-            "labels",
-            {
-                "enabled",
-                "markers",
-                "scale",
-                "color",
-                "background",
-                "box_color",
-                "action_color",
-                "outline",
-            },
-        )
-        for key, attr in (("enabled", "labels_enabled"), ("markers", "markers_enabled")):
-            if key in labels:
-                changes[attr] = _bool(labels[key], f"labels.{key}")
-        if "scale" in labels:
-            changes["label_scale"] = _int(labels["scale"], "labels.scale")
-        for key, attr in (
-            ("color", "label_color"),
-            ("background", "label_background"),
-            ("box_color", "box_label_color"),
-            ("action_color", "action_color"),
-            ("outline", "outline_color"),
-        ):
-            if key in labels:
-                changes[attr] = parse_color(labels[key])
-        return replace(style, **changes)
-
-    def to_ui_config(self) -> dict[str, Any]:
-        """The seed's ``UI_CONFIG`` shape (CSS colours), as served to the panel by ``GET /config``."""
-        return {
-            "executed_heat": {
-                "enabled": self.heat_enabled,
-                "radius_scale": self.heat_radius_scale,
-                "stops": [[p, _css(c)] for p, c in self.heat_stops],
-                "trail_turns": self.trail_turns,
-                "trail_shrink": self.trail_shrink,
-            },
-            "bbox_heat": {
-                "enabled": self.bbox_enabled,
-                "border": _css(self.bbox_border),
-                "border_width": self.bbox_border_width,
-                "fill_stops": [[p, _css(c)] for p, c in self.bbox_fill_stops],
-            },
-            "labels": {
-                "enabled": self.labels_enabled,
-                "markers": self.markers_enabled,
-                "scale": self.label_scale,
-                "color": _css(self.label_color),
-                "background": _css(self.label_background),
-                "box_color": _css(self.box_label_color),
-                "action_color": _css(self.action_color),
-                "outline": _css(self.outline_color),
-            },
-        }
+            raise bad("label_scale", "0..16")
 
     def ui_scale(self, width: int, height: int) -> int:
         """Font/marker scale for a frame: ``label_scale`` or about 1 per 450 px of the short side."""
         return self.label_scale or max(1, round(min(width, height) / 450))
-
-
-def _section(ui: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
-    section = ui.get(name, {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"UI config {name!r} must be a table, got {type(section).__name__}")
-    if unknown := sorted(set(section) - keys):
-        raise ConfigError(f"unknown key(s) {unknown} in UI config {name!r}; known: {sorted(keys)}")
-    return section
-
-
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{what} must be true or false, got {value!r}")
-    return value
-
-
-def _float(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{what} must be a number, got {value!r}")
-    return float(value)
-
-
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{what} must be an integer, got {value!r}")
-    return value
 
 
 # ------------------------------------------------------------------------------- the plan
