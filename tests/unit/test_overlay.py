@@ -306,11 +306,12 @@ def test_kernels_reject_bad_tables(kernels: ov.Primitives) -> None:
 
 
 def test_draw_plan_checks_the_plan_before_any_kernel(backend: str) -> None:
-    plan = ov.plan_overlay(40, 30, [ActionMark("click", 500, 500)])
+    plan = ov.plan_overlay(40, 30, [ActionMark("click", 500, 500)], [BoxMark(0, 0, 900, 900)])
     bad = replace(plan, spots=np.array([[np.nan, 1.0, 1.0, 256.0]]))
     frame = black(40, 30)
     with pytest.raises(ImagingError, match="spots has a non-finite"):
         ov.draw_plan(frame, bad, backend=backend)  # type: ignore[arg-type]
+    assert not frame.any()  # not even the box heat drawn before the spots
     with pytest.raises(ImagingError, match="read-only"):
         ov.draw_plan(_readonly(black(40, 30)), plan, backend=backend)  # type: ignore[arg-type]
 

@@ -616,13 +616,19 @@ def draw_plan(frame: U8, plan: OverlayPlan, *, backend: Backend | None = None) -
             frame=(img.shape[1], img.shape[0]),
         )
     k = _kernels_for(backend)
-    k.box_heat(img, _check_boxes(plan.box_heat), _check_lut(plan.box_lut))
-    k.rects(img, _check_rects(plan.box_borders))
-    k.heat_spots(img, _check_spots(plan.spots), _check_lut(plan.heat_lut))
-    k.lines(img, _check_lines(plan.lines))
-    k.rings(img, _check_rings(plan.rings))
-    k.rects(img, _check_rects(plan.label_rects))
+    # Every table is checked before the first pixel changes: a bad plan leaves the frame as it was.
+    box_heat, box_lut = _check_boxes(plan.box_heat), _check_lut(plan.box_lut)
+    box_borders = _check_rects(plan.box_borders)
+    spots, heat_lut = _check_spots(plan.spots), _check_lut(plan.heat_lut)
+    lines, rings = _check_lines(plan.lines), _check_rings(plan.rings)
+    label_rects = _check_rects(plan.label_rects)
     runs, codes = _check_text(plan.text_runs, plan.codes)
+    k.box_heat(img, box_heat, box_lut)
+    k.rects(img, box_borders)
+    k.heat_spots(img, spots, heat_lut)
+    k.lines(img, lines)
+    k.rings(img, rings)
+    k.rects(img, label_rects)
     k.text(img, runs, codes, FONT, FONT_CELL[0])
 
 
