@@ -192,7 +192,7 @@ def bench_kernels(rounds: int) -> tuple[list[str], dict[str, float]]:
 def bench_browser(rounds: int, figures: dict[str, float]) -> list[str]:
     from deskpilot import imaging
     from deskpilot.imaging._overlay import OverlayStyle
-    from deskpilot.panel import PanelServer, PanelState
+    from deskpilot.panel import PanelServer, PanelState, style_to_ui_config
     from deskpilot.testing._chromium import Chromium, find_chromium
 
     if find_chromium() is None:
@@ -215,7 +215,7 @@ def bench_browser(rounds: int, figures: dict[str, float]) -> list[str]:
         [{"name": "right_click", "x1": 200, "y1": 600}],
     ]
     state = PanelState(
-        config={"ui": OverlayStyle(trail_turns=4).to_ui_config()}, annotate="browser"
+        config={"ui": style_to_ui_config(OverlayStyle(trail_turns=4))}, annotate="browser"
     )
     server = PanelServer(state, port=0)
     server.start_in_thread()

@@ -11,14 +11,16 @@
 #
 # Radial gradients use a lookup table indexed by the *squared* relative distance
 # (t^2 = d^2 / r^2, quantized to the table size), so no square root runs per pixel.
+#
+# Contract (the same as native/imaging.pyx): the kernels trust their arguments. The wrappers
+# in deskpilot.imaging._overlay check them first and raise ImagingError with the details: a
+# writable frame with packed RGB pixels (rows may be strided), C-contiguous tables of the
+# documented width and dtype with finite values, colours 0..255, alpha_q 0..256, a gradient
+# table of 2..65536 entries, a (95, rows) font, cell_width 1..8.
 
 from libc.math cimport ceil, floor, sqrt
 from libc.stdint cimport int32_t, uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
-
-import numpy as np
-
-from deskpilot._errors import ImagingError
 
 cdef extern from *:
     """
@@ -29,7 +31,7 @@ cdef extern from *:
     const char* DESKPILOT_CORE_VERSION
 
 #: The package version this module was compiled for (setup.py passes it as a C macro);
-#: deskpilot.imaging._overlay refuses a build whose version differs from the package.
+#: deskpilot.imaging._backend refuses a build whose version differs from the package.
 CORE_VERSION = (<bytes>DESKPILOT_CORE_VERSION).decode("ascii")
 
 #: Glyphs of the built-in font cover ASCII 32..126; anything else is drawn as '?'.
@@ -137,35 +139,6 @@ cdef inline Py_ssize_t _clamp_index(double v, Py_ssize_t hi) noexcept nogil:
     return <Py_ssize_t>v
 
 
-cdef object _check_frame(object frame):
-    if not isinstance(frame, np.ndarray):
-        raise ImagingError(f"frame must be a numpy array, got {type(frame).__name__}")
-    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-        raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {frame.dtype} {frame.shape}")
-    if frame.strides[2] != 1 or frame.strides[1] != 3:
-        raise ImagingError("frame pixels must be packed RGB (rows may be strided)")
-    if not frame.flags.writeable:
-        raise ImagingError("frame is read-only: annotation draws in place")
-    return frame
-
-
-cdef object _check_table(object table, str name, int columns, object dtype):
-    arr = np.ascontiguousarray(table, dtype=dtype)
-    if arr.ndim != 2 or arr.shape[1] != columns:
-        raise ImagingError(f"{name} must have shape (n, {columns}), got {arr.shape}")
-    if dtype == np.float64 and arr.size and not np.isfinite(arr).all():
-        raise ImagingError(f"{name} has a non-finite value")
-    return arr
-
-
-cdef object _check_lut(object lut):
-    arr = np.ascontiguousarray(lut, dtype=np.uint8)
-    if arr.ndim != 2 or arr.shape[1] != 4 or arr.shape[0] < 2 or arr.shape[0] > 65536:
-        raise ImagingError(f"gradient table must have shape (2..65536, 4), got {arr.shape}")
-    return arr
-
-
 cdef Canvas _canvas(uint8_t[:, :, :] view) noexcept:
     cdef Canvas c
     c.width = view.shape[1]
@@ -234,25 +207,19 @@ cdef int _heat_spots(Canvas* c, const double* spots, Py_ssize_t n,
     return 0
 
 
-def heat_spots(frame, spots, lut):
+def heat_spots(uint8_t[:, :, :] frame, const double[:, ::1] spots, const uint8_t[:, ::1] lut):
     """Blend radial gradients centred at ``spots`` rows ``(cx, cy, radius, alpha_q)``.
 
     Pixel centres ``(x + 0.5, y + 0.5)`` strictly inside the radius take the gradient
     colour of ``lut[round(d^2 / r^2 * (L - 1))]``; its alpha is scaled by ``alpha_q / 256``
     (``alpha_q`` 0..256, the trail fade). Spots are drawn in order (later on top).
     """
-    _check_frame(frame)
-    arr = _check_table(spots, "spots", 4, np.float64)
-    table = _check_lut(lut)
-    cdef uint8_t[:, :, :] view = frame
-    cdef const double[:, ::1] s = arr
-    cdef const uint8_t[:, ::1] t = table
-    cdef Canvas c = _canvas(view)
+    cdef Canvas c = _canvas(frame)
     cdef int rc
-    if c.data == NULL or s.shape[0] == 0:
+    if c.data == NULL or spots.shape[0] == 0:
         return
     with nogil:
-        rc = _heat_spots(&c, &s[0, 0], s.shape[0], &t[0, 0], t.shape[0])
+        rc = _heat_spots(&c, &spots[0, 0], spots.shape[0], &lut[0, 0], lut.shape[0])
     if rc:
         raise MemoryError()
 
@@ -307,23 +274,17 @@ cdef int _box_heat(Canvas* c, const int32_t* boxes, Py_ssize_t n,
     return 0
 
 
-def box_heat(frame, boxes, lut):
+def box_heat(uint8_t[:, :, :] frame, const int32_t[:, ::1] boxes, const uint8_t[:, ::1] lut):
     """Fill boxes ``(x0, y0, x1, y1, alpha_q)`` (pixels, end exclusive) with a radial gradient.
 
     The gradient is centred in the box and reaches the table's end at the corners.
     """
-    _check_frame(frame)
-    arr = _check_table(boxes, "boxes", 5, np.int32)
-    table = _check_lut(lut)
-    cdef uint8_t[:, :, :] view = frame
-    cdef const int32_t[:, ::1] b = arr
-    cdef const uint8_t[:, ::1] t = table
-    cdef Canvas c = _canvas(view)
+    cdef Canvas c = _canvas(frame)
     cdef int rc
-    if c.data == NULL or b.shape[0] == 0:
+    if c.data == NULL or boxes.shape[0] == 0:
         return
     with nogil:
-        rc = _box_heat(&c, &b[0, 0], b.shape[0], &t[0, 0], t.shape[0])
+        rc = _box_heat(&c, &boxes[0, 0], boxes.shape[0], &lut[0, 0], lut.shape[0])
     if rc:
         raise MemoryError()
 
@@ -360,22 +321,16 @@ cdef void _rects(Canvas* c, const int32_t* rects, Py_ssize_t n) noexcept nogil:
                     _blend(row + x * 3, &col)
 
 
-def rects(frame, rects):
+def rects(uint8_t[:, :, :] frame, const int32_t[:, ::1] rects):
     """Draw rectangles ``(x0, y0, x1, y1, border, r, g, b, a)`` (pixels, end exclusive).
 
     ``border <= 0`` fills the rectangle; otherwise a border of that width is drawn inside it.
     """
-    _check_frame(frame)
-    arr = _check_table(rects, "rects", 9, np.int32)
-    if arr.size and ((arr[:, 5:] < 0).any() or (arr[:, 5:] > 255).any()):
-        raise ImagingError("rect colours must be 0..255")
-    cdef uint8_t[:, :, :] view = frame
-    cdef const int32_t[:, ::1] q = arr
-    cdef Canvas c = _canvas(view)
-    if c.data == NULL or q.shape[0] == 0:
+    cdef Canvas c = _canvas(frame)
+    if c.data == NULL or rects.shape[0] == 0:
         return
     with nogil:
-        _rects(&c, &q[0, 0], q.shape[0])
+        _rects(&c, &rects[0, 0], rects.shape[0])
 
 
 # --------------------------------------------------------------------------------- rings
@@ -413,22 +368,16 @@ cdef void _rings(Canvas* c, const double* rings, Py_ssize_t n) noexcept nogil:
                     _blend(row + x * 3, &col)
 
 
-def rings(frame, rings):
+def rings(uint8_t[:, :, :] frame, const double[:, ::1] rings):
     """Draw rings ``(cx, cy, r_inner, r_outer, r, g, b, a)``: pixels with r_in <= d < r_out.
 
     ``r_inner = 0`` draws a filled disc.
     """
-    _check_frame(frame)
-    arr = _check_table(rings, "rings", 8, np.float64)
-    if arr.size and ((arr[:, 4:] < 0).any() or (arr[:, 4:] > 255).any()):
-        raise ImagingError("ring colours must be 0..255")
-    cdef uint8_t[:, :, :] view = frame
-    cdef const double[:, ::1] q = arr
-    cdef Canvas c = _canvas(view)
-    if c.data == NULL or q.shape[0] == 0:
+    cdef Canvas c = _canvas(frame)
+    if c.data == NULL or rings.shape[0] == 0:
         return
     with nogil:
-        _rings(&c, &q[0, 0], q.shape[0])
+        _rings(&c, &rings[0, 0], rings.shape[0])
 
 
 # --------------------------------------------------------------------------------- lines
@@ -505,22 +454,16 @@ cdef void _lines(Canvas* c, const double* lines, Py_ssize_t n) noexcept nogil:
                     _blend(row + x * 3, &col)
 
 
-def lines(frame, lines):
+def lines(uint8_t[:, :, :] frame, const double[:, ::1] lines):
     """Draw thick segments ``(x0, y0, x1, y1, width, r, g, b, a)`` with round caps.
 
     A pixel is covered when its centre lies within ``width / 2`` of the segment.
     """
-    _check_frame(frame)
-    arr = _check_table(lines, "lines", 9, np.float64)
-    if arr.size and ((arr[:, 5:] < 0).any() or (arr[:, 5:] > 255).any()):
-        raise ImagingError("line colours must be 0..255")
-    cdef uint8_t[:, :, :] view = frame
-    cdef const double[:, ::1] q = arr
-    cdef Canvas c = _canvas(view)
-    if c.data == NULL or q.shape[0] == 0:
+    cdef Canvas c = _canvas(frame)
+    if c.data == NULL or lines.shape[0] == 0:
         return
     with nogil:
-        _lines(&c, &q[0, 0], q.shape[0])
+        _lines(&c, &lines[0, 0], lines.shape[0])
 
 
 # ---------------------------------------------------------------------------------- text
@@ -570,7 +513,8 @@ cdef void _text(Canvas* c, const int32_t* runs, Py_ssize_t n, const uint8_t* cod
                                 _blend(row + x * 3, &col)
 
 
-def text(frame, runs, codes, font, cell_width):
+def text(uint8_t[:, :, :] frame, const int32_t[:, ::1] runs, const uint8_t[::1] codes,
+         const uint8_t[:, ::1] font, Py_ssize_t cell_width):
     """Draw text runs ``(x, y, start, length, scale, r, g, b, a)`` with a bitmap font.
 
     ``codes`` is the byte string of all runs (ASCII; other bytes draw as '?'), ``font``
@@ -578,23 +522,9 @@ def text(frame, runs, codes, font, cell_width):
     ``cell_width - 1`` is the leftmost column; each glyph pixel becomes a
     ``scale x scale`` block with its top-left at ``(x, y)`` plus the glyph offset.
     """
-    _check_frame(frame)
-    arr = _check_table(runs, "runs", 9, np.int32)
-    code_arr = np.ascontiguousarray(np.frombuffer(bytes(codes), dtype=np.uint8))
-    font_arr = np.ascontiguousarray(font, dtype=np.uint8)
-    if font_arr.ndim != 2 or font_arr.shape[0] != LAST_GLYPH - FIRST_GLYPH + 1:
-        raise ImagingError(f"font must have shape (95, rows), got {font_arr.shape}")
-    if not 1 <= int(cell_width) <= 8:
-        raise ImagingError(f"cell_width must be 1..8, got {cell_width}")
-    if arr.size and ((arr[:, 5:] < 0).any() or (arr[:, 5:] > 255).any()):
-        raise ImagingError("text colours must be 0..255")
-    cdef uint8_t[:, :, :] view = frame
-    cdef const int32_t[:, ::1] q = arr
-    cdef const uint8_t[:, ::1] f = font_arr
-    cdef const uint8_t[::1] cd = code_arr
-    cdef Canvas c = _canvas(view)
-    cdef Py_ssize_t cw = int(cell_width)
-    if c.data == NULL or q.shape[0] == 0 or cd.shape[0] == 0:
+    cdef Canvas c = _canvas(frame)
+    if c.data == NULL or runs.shape[0] == 0 or codes.shape[0] == 0:
         return
     with nogil:
-        _text(&c, &q[0, 0], q.shape[0], &cd[0], cd.shape[0], &f[0, 0], f.shape[1], cw)
+        _text(&c, &runs[0, 0], runs.shape[0], &codes[0], codes.shape[0], &font[0, 0],
+              font.shape[1], cell_width)

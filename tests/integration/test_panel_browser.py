@@ -20,7 +20,7 @@ from PIL import Image
 
 from deskpilot import imaging
 from deskpilot.imaging._overlay import ActionMark, BoxMark, OverlayStyle, annotate
-from deskpilot.panel import PanelServer, PanelState
+from deskpilot.panel import PanelServer, PanelState, style_to_ui_config
 from deskpilot.testing._chromium import Chromium, find_chromium
 
 pytestmark = pytest.mark.browser
@@ -72,7 +72,7 @@ def test_page_shows_the_native_annotated_screenshot_and_the_story(browser: Chrom
     raw = grey_frame(w, h)
     actions = [ActionMark("click", 500, 500), ActionMark("type", detail="hello")]
     annotated = annotate(raw.copy(), actions, [BoxMark(700, 100, 900, 300, "menu")])
-    state = PanelState(config={"ui": OverlayStyle().to_ui_config()}, annotate="native")
+    state = PanelState(config={"ui": style_to_ui_config(OverlayStyle())}, annotate="native")
     state.publish(
         turn=1,
         raw_png=imaging.encode_png(raw),
@@ -139,7 +139,7 @@ def test_browser_mode_draws_the_overlays_and_posts_the_png(browser: Chromium) ->
     w, h = 800, 450
     raw = grey_frame(w, h)
     state = PanelState(
-        config={"ui": OverlayStyle().to_ui_config(), "capture_width": w, "capture_height": h},
+        config={"ui": style_to_ui_config(OverlayStyle()), "capture_width": w, "capture_height": h},
         annotate="browser",
     )
     server = PanelServer(state, port=0)
@@ -209,7 +209,7 @@ def test_token_panel_page_works_through_its_cookie(browser: Chromium) -> None:
     an HttpOnly cookie, and its own polls and POSTs (inject, annotated) go through."""
     w, h = 320, 180
     state = PanelState(
-        config={"ui": OverlayStyle().to_ui_config(), "capture_width": w, "capture_height": h},
+        config={"ui": style_to_ui_config(OverlayStyle()), "capture_width": w, "capture_height": h},
         annotate="browser",
     )
     server = PanelServer(state, port=0, token=TOKEN)

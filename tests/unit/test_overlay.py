@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
@@ -20,9 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deskpilot._errors import ConfigError, ImagingError
+from deskpilot._errors import ImagingError
 from deskpilot.imaging import _overlay as ov
 from deskpilot.imaging import _overlay_reference as ref
+from deskpilot.imaging._backend import ANNOTATE_MODULE, load, require_native
 from deskpilot.imaging._overlay import ActionMark, Annotator, BoxMark, OverlayStyle
 
 U8 = npt.NDArray[np.uint8]
@@ -47,8 +49,14 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture()
-def kernels(backend: str) -> ModuleType:
-    return NATIVE if backend == "native" else ref  # type: ignore[return-value]
+def kernels(backend: str) -> ov.Primitives:
+    """The kernels behind the wrappers' checks (the kernels themselves trust their input)."""
+    return ov.Primitives(backend)  # type: ignore[arg-type]
+
+
+def _readonly(frame: U8) -> U8:
+    frame.setflags(write=False)
+    return frame
 
 
 def blend(src: int, dst: int, a: int) -> int:
@@ -82,7 +90,9 @@ def test_stale_native_core_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("DESKPILOT_PURE", raising=False)
     monkeypatch.setattr(NATIVE, "CORE_VERSION", "0.0.0-stale")
     with pytest.raises(ImportError, match="stale"):
-        ov._load_backend()
+        load(ANNOTATE_MODULE)
+    with pytest.raises(ImagingError, match="stale"):  # asked for by name: never a fallback
+        require_native(ANNOTATE_MODULE)
 
 
 def test_pure_env_forces_the_reference() -> None:
@@ -107,32 +117,6 @@ def test_public_names_exist_and_are_sorted() -> None:
 # -- colours and gradients -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        ("rgba(255, 140, 0, 0.55)", (255, 140, 0, 140)),
-        ("rgb(0,0,0)", (0, 0, 0, 255)),
-        ("RGBA(10,20,30,1)", (10, 20, 30, 255)),
-        ("#f80", (255, 136, 0, 255)),
-        ("#1e90ff", (30, 144, 255, 255)),
-        ("#1e90ff80", (30, 144, 255, 128)),
-        ([1, 2, 3], (1, 2, 3, 255)),
-        ([300, -5, 3.6, 0.5], (255, 0, 4, 128)),
-        ("rgba(100%, 0%, 50%, 0)", (255, 0, 128, 0)),
-    ],
-)
-def test_parse_color(value: Any, expected: tuple[int, int, int, int]) -> None:
-    assert ov.parse_color(value) == expected
-
-
-@pytest.mark.parametrize(
-    "value", ["orange", "#12345", "rgba(1,2)", "rgba(a,b,c,d)", [1, 2], None, 7, [1, 2, "x"]]
-)
-def test_parse_color_rejects(value: Any) -> None:
-    with pytest.raises(ConfigError):
-        ov.parse_color(value)
-
-
 def test_gradient_table_interpolates_premultiplied_and_is_indexed_by_t_squared() -> None:
     stops = ((0.0, (255, 0, 0, 255)), (1.0, (255, 0, 0, 0)))
     lut = ov.gradient_table(stops, 101)
@@ -150,49 +134,6 @@ def test_gradient_table_interpolates_premultiplied_and_is_indexed_by_t_squared()
 # -- the style -----------------------------------------------------------------------------
 
 
-def test_style_reads_the_seed_ui_config_and_round_trips() -> None:
-    ui = {
-        "executed_heat": {
-            "enabled": True,
-            "radius_scale": 0.05,
-            "stops": [[0, "rgba(255,120,0,0.6)"], [1, "rgba(255,120,0,0)"]],
-            "trail_turns": 3,
-            "trail_shrink": 0.7,
-        },
-        "bbox_heat": {
-            "enabled": True,
-            "border": "rgba(0,120,255,0.9)",
-            "border_width": 3,
-            "fill_stops": [[0, "rgba(0,120,255,0.1)"], [1, "rgba(0,120,255,0.3)"]],
-        },
-    }
-    style = OverlayStyle.from_ui_config(ui)
-    assert style.heat_radius_scale == 0.05 and style.trail_turns == 3 and style.trail_shrink == 0.7
-    assert style.heat_stops[0] == (0.0, (255, 120, 0, 153))
-    assert style.bbox_border == (0, 120, 255, 230) and style.bbox_border_width == 3
-    again = OverlayStyle.from_ui_config(style.to_ui_config())
-    assert again == style
-
-
-@pytest.mark.parametrize(
-    "ui",
-    [
-        {"executed_heat": {"radius": 1}},
-        {"heat": {}},
-        {"executed_heat": {"trail_turns": 0}},
-        {"executed_heat": {"trail_shrink": 1.5}},
-        {"executed_heat": {"stops": []}},
-        {"executed_heat": {"stops": [[0, "blue"]]}},
-        {"bbox_heat": {"enabled": "yes"}},
-        {"labels": {"scale": 2.5}},
-        {"bbox_heat": []},
-    ],
-)
-def test_style_rejects_bad_ui_config(ui: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError):
-        OverlayStyle.from_ui_config(ui)
-
-
 def test_auto_ui_scale_follows_the_frame() -> None:
     style = OverlayStyle()
     assert style.ui_scale(1536, 864) == 2
@@ -203,7 +144,7 @@ def test_auto_ui_scale_follows_the_frame() -> None:
 # -- kernels: pixels at known coordinates ---------------------------------------------------
 
 
-def test_heat_spot_pixels(kernels: ModuleType) -> None:
+def test_heat_spot_pixels(kernels: ov.Primitives) -> None:
     frame = black(40, 30)
     lut = ov.gradient_table(((0.0, (200, 100, 0, 255)), (1.0, (200, 100, 0, 0))), 1024)
     kernels.heat_spots(frame, [[20.0, 10.0, 8.0, 256.0]], lut)
@@ -219,7 +160,7 @@ def test_heat_spot_pixels(kernels: ModuleType) -> None:
     assert (frame[:, :20] == frame[:, 20:][:, ::-1]).all()
 
 
-def test_heat_spot_alpha_scale_halves_opacity(kernels: ModuleType) -> None:
+def test_heat_spot_alpha_scale_halves_opacity(kernels: ov.Primitives) -> None:
     full, half = black(20, 20), black(20, 20)
     lut = ov.gradient_table(SOLID_STOPS)
     kernels.heat_spots(full, [[10.0, 10.0, 5.0, 256.0]], lut)
@@ -227,7 +168,7 @@ def test_heat_spot_alpha_scale_halves_opacity(kernels: ModuleType) -> None:
     assert full[10, 10, 0] == 255 and half[10, 10, 0] == blend(255, 0, 128)
 
 
-def test_heat_spot_clipped_at_every_edge(kernels: ModuleType) -> None:
+def test_heat_spot_clipped_at_every_edge(kernels: ov.Primitives) -> None:
     lut = ov.gradient_table(SOLID_STOPS)
     for cx, cy in [
         (-3.0, 5.0),
@@ -245,7 +186,7 @@ def test_heat_spot_clipped_at_every_edge(kernels: ModuleType) -> None:
         assert ((frame[..., 0] == 255) == expect).all()
 
 
-def test_box_heat_fills_exactly_the_box(kernels: ModuleType) -> None:
+def test_box_heat_fills_exactly_the_box(kernels: ov.Primitives) -> None:
     frame = black(30, 20)
     lut = ov.gradient_table(((0.0, (0, 0, 255, 100)), (1.0, (0, 0, 255, 200))))
     kernels.box_heat(frame, [[5, 4, 15, 10, 256]], lut)
@@ -260,7 +201,7 @@ def test_box_heat_fills_exactly_the_box(kernels: ModuleType) -> None:
     assert clipped[..., 2].astype(bool).sum() == 9 + 4
 
 
-def test_rect_border_lies_inside(kernels: ModuleType) -> None:
+def test_rect_border_lies_inside(kernels: ov.Primitives) -> None:
     frame = black(20, 20)
     kernels.rects(frame, [[2, 3, 12, 13, 2, 255, 255, 255, 255]])
     mask = frame[..., 0] == 255
@@ -271,7 +212,7 @@ def test_rect_border_lies_inside(kernels: ModuleType) -> None:
     assert (filled[:, :2] == [10, 20, 30]).all() and (filled[:, 2:] == 0).all()
 
 
-def test_rings_and_discs(kernels: ModuleType) -> None:
+def test_rings_and_discs(kernels: ov.Primitives) -> None:
     frame = black(21, 21)
     kernels.rings(
         frame, [[10.5, 10.5, 4.0, 6.0, 0, 255, 0, 255], [10.5, 10.5, 0.0, 1.0, 0, 0, 255, 255]]
@@ -282,7 +223,7 @@ def test_rings_and_discs(kernels: ModuleType) -> None:
     assert frame[10, 17].tolist() == [0, 0, 0]  # d = 7: outside
 
 
-def test_thick_line_covers_pixels_within_half_width(kernels: ModuleType) -> None:
+def test_thick_line_covers_pixels_within_half_width(kernels: ov.Primitives) -> None:
     frame = black(30, 20)
     kernels.lines(frame, [[2.0, 10.0, 27.0, 10.0, 4.0, 255, 255, 255, 255]])
     col = frame[:, 15, 0] == 255
@@ -298,7 +239,7 @@ def test_thick_line_covers_pixels_within_half_width(kernels: ModuleType) -> None
     assert dot[4, 4, 0] == 255 and dot[..., 0].astype(bool).sum() == 4
 
 
-def test_text_draws_the_font_bitmap(kernels: ModuleType) -> None:
+def test_text_draws_the_font_bitmap(kernels: ov.Primitives) -> None:
     frame = black(40, 20)
     kernels.text(frame, [[3, 2, 0, 2, 1, 255, 255, 255, 255]], b"1A", ov.FONT, 6)
     for i, ch in enumerate("1A"):
@@ -316,11 +257,12 @@ def test_text_draws_the_font_bitmap(kernels: ModuleType) -> None:
     assert ((big[:20, :12, 0] == 255) == np.kron(q, np.ones((2, 2), dtype=bool))).all()
 
 
-def test_kernels_reject_bad_frames(kernels: ModuleType) -> None:
+def test_kernels_reject_bad_frames(kernels: ov.Primitives) -> None:
     lut = ov.gradient_table(SOLID_STOPS)
     readonly = black(4, 4)
     readonly.setflags(write=False)
-    for frame in [readonly, np.zeros((4, 4, 4), np.uint8), np.zeros((4, 4, 3), np.float32), [[0]]]:
+    bad: list[Any] = [readonly, np.zeros((4, 4, 4), np.uint8), np.zeros((4, 4, 3), np.float32)]
+    for frame in [*bad, [[0]]]:
         with pytest.raises(ImagingError):
             kernels.heat_spots(frame, [[1.0, 1.0, 1.0, 256.0]], lut)
     with pytest.raises(ImagingError, match="packed RGB"):
@@ -335,7 +277,46 @@ def test_kernels_reject_bad_frames(kernels: ModuleType) -> None:
         kernels.rings(black(4, 4), [[1.0, 1.0, 0.0, 1.0, 300, 0, 0, 255]])
 
 
-def test_strided_frame_view_draws_like_a_copy(kernels: ModuleType) -> None:
+def test_kernels_reject_bad_tables(kernels: ov.Primitives) -> None:
+    """What the kernels trust (they check nothing) is checked before them, on both backends."""
+    lut = ov.gradient_table(SOLID_STOPS)
+    with pytest.raises(ImagingError, match=r"alpha_q must be 0\.\.256"):
+        kernels.heat_spots(black(4, 4), [[1.0, 1.0, 1.0, 1e300]], lut)
+    with pytest.raises(ImagingError, match=r"alpha_q must be 0\.\.256"):
+        kernels.box_heat(black(4, 4), [[0, 0, 2, 2, -1]], lut)
+    with pytest.raises(ImagingError, match="gradient"):
+        kernels.box_heat(black(4, 4), [[0, 0, 2, 2, 256]], np.zeros((65537, 4), np.uint8))
+    with pytest.raises(ImagingError, match="not a table of numbers"):
+        kernels.rects(black(4, 4), [["a"] * 9])
+    with pytest.raises(ImagingError, match=r"rects colours must be 0\.\.255"):
+        kernels.rects(black(4, 4), [[0, 0, 1, 1, 0, 1, 1, 1, 256]])
+    with pytest.raises(ImagingError, match="lines has a non-finite"):
+        kernels.lines(black(4, 4), [[0, 0, np.inf, 1, 1, 1, 1, 1, 1]])
+    run = [[0, 0, 0, 1, 1, 255, 255, 255, 255]]
+    with pytest.raises(ImagingError, match=r"font must have shape \(95, rows\)"):
+        kernels.text(black(8, 12), run, b"A", ov.FONT[:94], 6)
+    with pytest.raises(ImagingError, match=r"cell_width must be 1\.\.8"):
+        kernels.text(black(8, 12), run, b"A", ov.FONT, 9)
+    with pytest.raises(ImagingError, match="codes must be bytes"):
+        kernels.text(black(8, 12), run, "A", ov.FONT, 6)  # type: ignore[arg-type]
+    # Runs outside ``codes`` are not an error: like pixels off the frame, they draw nothing.
+    frame = black(8, 12)
+    kernels.text(frame, [[0, 0, 1, 5, 1, 255, 255, 255, 255]], b"A", ov.FONT, 6)
+    assert not frame.any()
+
+
+def test_draw_plan_checks_the_plan_before_any_kernel(backend: str) -> None:
+    plan = ov.plan_overlay(40, 30, [ActionMark("click", 500, 500)], [BoxMark(0, 0, 900, 900)])
+    bad = replace(plan, spots=np.array([[np.nan, 1.0, 1.0, 256.0]]))
+    frame = black(40, 30)
+    with pytest.raises(ImagingError, match="spots has a non-finite"):
+        ov.draw_plan(frame, bad, backend=backend)  # type: ignore[arg-type]
+    assert not frame.any()  # not even the box heat drawn before the spots
+    with pytest.raises(ImagingError, match="read-only"):
+        ov.draw_plan(_readonly(black(40, 30)), plan, backend=backend)  # type: ignore[arg-type]
+
+
+def test_strided_frame_view_draws_like_a_copy(backend: str) -> None:
     big = np.random.default_rng(3).integers(0, 256, (50, 60, 3), dtype=np.uint8)
     view = big[10:40, 5:45]
     copy = view.copy()
@@ -343,7 +324,7 @@ def test_strided_frame_view_draws_like_a_copy(kernels: ModuleType) -> None:
         40, 30, [ActionMark("drag", 100, 100, 900, 800)], [BoxMark(0, 0, 500, 500, "x")]
     )
     for frame in (view, copy):
-        ov.draw_plan(frame, plan, backend="native" if kernels is NATIVE else "reference")
+        ov.draw_plan(frame, plan, backend=backend)  # type: ignore[arg-type]
     assert (view == copy).all()
     assert (
         big[:10] == np.random.default_rng(3).integers(0, 256, (50, 60, 3), dtype=np.uint8)[:10]
@@ -554,7 +535,7 @@ def test_backends_agree_on_raw_primitives(
     lut = ov.gradient_table(OverlayStyle().heat_stops)
     base = np.random.default_rng(len(spots)).integers(0, 256, (97, 101, 3), dtype=np.uint8)
     a, b = base.copy(), base.copy()
-    for k, frame in ((NATIVE, a), (ref, b)):
+    for k, frame in ((ov.Primitives("native"), a), (ov.Primitives("reference"), b)):
         k.heat_spots(frame, np.array(spots, dtype=np.float64).reshape(-1, 4), lut)
         k.lines(frame, np.array(lines, dtype=np.float64).reshape(-1, 9))
     assert (a == b).all()

@@ -233,8 +233,11 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "PanelAccess",
         "PanelServer",
         "PanelState",
+        "parse_color",
         "png_size",
         "resolve_token",
+        "style_from_ui_config",
+        "style_to_ui_config",
         "validate_png",
     ],
     "deskpilot.replay": [

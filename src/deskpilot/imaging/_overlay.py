@@ -22,30 +22,33 @@ and :data:`OVERLAY_BACKEND` says which one is active::
     annotator = Annotator()                      # default style, 4-turn trail
     annotator.annotate(rgb, [ActionMark("click", 500, 300)])
 
-Colours accept the seed's CSS strings (``"rgba(255,140,0,0.55)"``, ``"#ff8c00"``).
+Colours are ``(r, g, b, a)`` tuples 0..255. The seed's ``UI_CONFIG`` form of a style (CSS
+colour strings, the panel's sections) is read and written by :mod:`deskpilot.panel`.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import re
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
-from types import ModuleType
-from typing import Any, Literal
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot._errors import ConfigError, ImagingError
-from deskpilot._version import __version__
 from deskpilot.actions import Action, Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText
 from deskpilot.geometry import Box
 from deskpilot.imaging import _overlay_reference
-from deskpilot.imaging._backend import env_flag, native_unavailable
+from deskpilot.imaging._backend import (
+    ANNOTATE_MODULE,
+    AnnotateKernels,
+    Backend,
+    load_annotate_kernels,
+    require_native,
+)
 
 __all__ = [
     "OVERLAY_BACKEND",
@@ -55,19 +58,17 @@ __all__ = [
     "BoxMark",
     "OverlayPlan",
     "OverlayStyle",
+    "Primitives",
     "action_mark",
     "annotate",
     "draw_plan",
     "gradient_table",
-    "parse_color",
     "plan_overlay",
     "scroll_words",
 ]
 
 Rgba = tuple[int, int, int, int]
 U8 = npt.NDArray[np.uint8]
-Backend = Literal["native", "reference"]
-NATIVE_MODULE = "deskpilot._native.annotate"
 
 #: Actions drawn at a screen position (heat + marker + label next to it).
 POINTER_ACTIONS = frozenset({"move", "click", "right_click", "double_click", "drag", "scroll"})
@@ -107,105 +108,182 @@ FONT: U8 = np.frombuffer(bytes.fromhex("".join(_FONT_HEX)), dtype=np.uint8).resh
 )
 
 
-def _load_backend() -> tuple[Backend, ModuleType]:
-    if env_flag("DESKPILOT_PURE"):
-        return "reference", _overlay_reference
-    try:
-        native = importlib.import_module(NATIVE_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != NATIVE_MODULE:
-            raise
-        native_unavailable(NATIVE_MODULE, exc)  # one warning per process, or REQUIRE_NATIVE
-        return "reference", _overlay_reference
-    if __version__ != native.CORE_VERSION:
-        raise ImportError(
-            f"deskpilot's compiled annotation core is version {native.CORE_VERSION!r} but the "
-            f"package is {__version__!r}: the extension is stale. Rebuild it with "
-            "`python setup.py build_ext --inplace` (or `pip install -e .`), "
-            "or set DESKPILOT_PURE=1 to use the numpy reference.",
-            name=NATIVE_MODULE,
+OVERLAY_BACKEND, _KERNELS = load_annotate_kernels()
+
+
+def _kernels_for(backend: Backend | None) -> AnnotateKernels:
+    if backend is None:
+        return _KERNELS
+    if backend == "reference":
+        return cast(AnnotateKernels, _overlay_reference)
+    if backend == "native":
+        # Asked for by name (tests, benchmarks): load it even under DESKPILOT_PURE.
+        if OVERLAY_BACKEND == "native":
+            return _KERNELS
+        return cast(AnnotateKernels, require_native(ANNOTATE_MODULE))
+    raise ImagingError(f"backend must be 'native' or 'reference', got {backend!r}")
+
+
+# -------------------------------------------------------------------- argument checking
+#
+# The kernels (compiled and reference) trust their arguments, as deskpilot.imaging._api's
+# do: everything a kernel assumes is checked here, once per call, with an ImagingError
+# that says what was wrong.
+
+_MAX_GRADIENT = 65536  # the compiled kernels index the table with 32-bit integers
+
+
+def _check_frame(frame: Any) -> U8:
+    if not isinstance(frame, np.ndarray):
+        raise ImagingError(f"frame must be a numpy array, got {type(frame).__name__}")
+    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+        raise ImagingError(
+            f"frame must be an RGB HxWx3 uint8 array, got {frame.dtype} {frame.shape}",
+            dtype=str(frame.dtype),
+            shape=frame.shape,
         )
-    return "native", native
+    if frame.strides[2] != 1 or frame.strides[1] != 3:
+        raise ImagingError(
+            f"frame pixels must be packed RGB (rows may be strided), got strides {frame.strides}",
+            strides=frame.strides,
+        )
+    if not frame.flags.writeable:
+        raise ImagingError("frame is read-only: annotation draws in place")
+    return frame
 
 
-OVERLAY_BACKEND, _KERNELS = _load_backend()
+def _check_table(
+    table: Any, name: str, columns: int, dtype: type[np.generic], colours: int | None
+) -> npt.NDArray[Any]:
+    """A C-contiguous (n, columns) table; finite if float; ``table[:, colours:]`` in 0..255."""
+    try:
+        arr = np.ascontiguousarray(table, dtype=dtype)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ImagingError(f"{name} is not a table of numbers: {exc}") from exc
+    if arr.ndim != 2 or arr.shape[1] != columns:
+        raise ImagingError(
+            f"{name} must have shape (n, {columns}), got {arr.shape}", shape=arr.shape
+        )
+    if arr.size:
+        if dtype is np.float64 and not np.isfinite(arr).all():
+            raise ImagingError(f"{name} has a non-finite value")
+        if colours is not None:
+            rgba = arr[:, colours:]
+            if rgba.min() < 0 or rgba.max() > 255:
+                raise ImagingError(f"{name} colours must be 0..255")
+    return arr
 
 
-# ------------------------------------------------------------------------------- colours
-
-_RGBA_RE = re.compile(r"^rgba?\(\s*([^)]*)\)$", re.IGNORECASE)
-
-
-def _channel(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"colour {what} must be a number 0..255, got {value!r}")
-    return max(0, min(255, round(value)))
+def _check_alpha_q(arr: npt.NDArray[Any], column: int, name: str) -> None:
+    # 0..256 keeps the compiled kernels' integer blend inside 16 bits (and a float cast defined).
+    if arr.size and (arr[:, column].min() < 0 or arr[:, column].max() > 256):
+        raise ImagingError(f"{name} alpha_q must be 0..256")
 
 
-def _alpha(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"colour {what} alpha must be a number 0..1, got {value!r}")
-    return max(0, min(255, round(float(value) * 255)))
+def _check_spots(spots: Any) -> npt.NDArray[np.float64]:
+    arr = _check_table(spots, "spots", 4, np.float64, None)
+    _check_alpha_q(arr, 3, "spots")
+    return arr
 
 
-def parse_color(value: Any) -> Rgba:
-    """A colour as ``(r, g, b, a)`` 0..255 from the seed's CSS forms or a list.
+def _check_boxes(boxes: Any) -> npt.NDArray[np.int32]:
+    arr = _check_table(boxes, "boxes", 5, np.int32, None)
+    _check_alpha_q(arr, 4, "boxes")
+    return arr
 
-    Accepted: ``"rgba(255, 140, 0, 0.55)"``, ``"rgb(0, 0, 0)"``, ``"#rgb"``, ``"#rrggbb"``,
-    ``"#rrggbbaa"``, ``[r, g, b]`` and ``[r, g, b, alpha 0..1]``. Raises ConfigError otherwise.
+
+def _check_rects(rects: Any) -> npt.NDArray[np.int32]:
+    return _check_table(rects, "rects", 9, np.int32, 5)
+
+
+def _check_rings(rings: Any) -> npt.NDArray[np.float64]:
+    return _check_table(rings, "rings", 8, np.float64, 4)
+
+
+def _check_lines(lines: Any) -> npt.NDArray[np.float64]:
+    return _check_table(lines, "lines", 9, np.float64, 5)
+
+
+def _check_lut(lut: Any) -> U8:
+    arr = np.ascontiguousarray(lut, dtype=np.uint8)
+    if arr.ndim != 2 or arr.shape[1] != 4 or not 2 <= arr.shape[0] <= _MAX_GRADIENT:
+        raise ImagingError(
+            f"gradient table must have shape (2..{_MAX_GRADIENT}, 4), got {arr.shape}",
+            shape=arr.shape,
+        )
+    return arr
+
+
+def _check_text(runs: Any, codes: Any) -> tuple[npt.NDArray[np.int32], bytes]:
+    if not isinstance(codes, (bytes, bytearray, memoryview)):
+        raise ImagingError(f"codes must be bytes, got {type(codes).__name__}")
+    # Runs pointing outside ``codes`` are skipped by the kernels (like pixels off the frame).
+    return _check_table(runs, "runs", 9, np.int32, 5), bytes(codes)
+
+
+def _check_font(font: Any, cell_width: Any) -> tuple[U8, int]:
+    arr = np.ascontiguousarray(font, dtype=np.uint8)
+    if (
+        arr.ndim != 2
+        or arr.shape[0] != _overlay_reference.LAST_GLYPH - _overlay_reference.FIRST_GLYPH + 1
+    ):
+        raise ImagingError(f"font must have shape (95, rows), got {arr.shape}", shape=arr.shape)
+    if isinstance(cell_width, bool) or not isinstance(cell_width, (int, np.integer)):
+        raise ImagingError(f"cell_width must be an integer, got {cell_width!r}")
+    if not 1 <= int(cell_width) <= 8:
+        raise ImagingError(f"cell_width must be 1..8, got {cell_width}")
+    return arr, int(cell_width)
+
+
+class Primitives:
+    """The annotation kernels one primitive batch at a time, behind the same checks as
+    :func:`draw_plan` (for tests, benchmarks and custom overlays).
+
+    ``backend`` ``None`` is the active one (:data:`OVERLAY_BACKEND`); ``"native"`` or
+    ``"reference"`` picks one. Every method draws onto ``frame`` (RGB HxWx3 uint8) in place.
     """
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("#"):
-            digits = text[1:]
-            if len(digits) == 3 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                digits = "".join(c * 2 for c in digits)
-            if len(digits) in (6, 8) and all(c in "0123456789abcdefABCDEF" for c in digits):
-                raw = bytes.fromhex(digits)
-                return (raw[0], raw[1], raw[2], raw[3] if len(raw) == 4 else 255)
-            raise ConfigError(f"colour {value!r}: expected #rgb, #rrggbb or #rrggbbaa")
-        match = _RGBA_RE.match(text)
-        if match is None:
-            raise ConfigError(
-                f"colour {value!r}: expected rgba(r, g, b, a), rgb(r, g, b) or #rrggbb"
-            )
-        parts = [p.strip() for p in match.group(1).split(",")]
-        try:
-            # Percentages: of 255 for the channels, of 1 for the alpha.
-            numbers = [
-                float(p[:-1]) * (255 if i < 3 else 1) / 100 if p.endswith("%") else float(p)
-                for i, p in enumerate(parts)
-            ]
-        except ValueError:
-            raise ConfigError(f"colour {value!r} has a part that is not a number") from None
-        value = numbers
-    if isinstance(value, (list, tuple)) and len(value) in (3, 4):
-        rgb = tuple(_channel(v, "channel") for v in value[:3])
-        a = _alpha(value[3], repr(value)) if len(value) == 4 else 255
-        return (rgb[0], rgb[1], rgb[2], a)
-    raise ConfigError(f"colour {value!r}: expected a CSS colour string or [r, g, b(, a)]")
+
+    def __init__(self, backend: Backend | None = None) -> None:
+        self._kernels = _kernels_for(backend)
+
+    def heat_spots(self, frame: U8, spots: npt.ArrayLike, lut: npt.ArrayLike) -> None:
+        """Radial gradients at rows ``(cx, cy, radius, alpha_q 0..256)``; ``lut`` indexed by t^2."""
+        self._kernels.heat_spots(_check_frame(frame), _check_spots(spots), _check_lut(lut))
+
+    def box_heat(self, frame: U8, boxes: npt.ArrayLike, lut: npt.ArrayLike) -> None:
+        """Boxes ``(x0, y0, x1, y1, alpha_q)`` filled with a radial gradient reaching the corners."""
+        self._kernels.box_heat(_check_frame(frame), _check_boxes(boxes), _check_lut(lut))
+
+    def rects(self, frame: U8, rects: npt.ArrayLike) -> None:
+        """Rectangles ``(x0, y0, x1, y1, border, r, g, b, a)``; ``border <= 0`` fills."""
+        self._kernels.rects(_check_frame(frame), _check_rects(rects))
+
+    def rings(self, frame: U8, rings: npt.ArrayLike) -> None:
+        """Rings ``(cx, cy, r_inner, r_outer, r, g, b, a)``; ``r_inner = 0`` is a disc."""
+        self._kernels.rings(_check_frame(frame), _check_rings(rings))
+
+    def lines(self, frame: U8, lines: npt.ArrayLike) -> None:
+        """Segments ``(x0, y0, x1, y1, width, r, g, b, a)`` with round caps."""
+        self._kernels.lines(_check_frame(frame), _check_lines(lines))
+
+    def text(
+        self,
+        frame: U8,
+        runs: npt.ArrayLike,
+        codes: bytes | bytearray | memoryview,
+        font: npt.ArrayLike,
+        cell_width: int,
+    ) -> None:
+        """Text runs ``(x, y, start, length, scale, r, g, b, a)`` in a (95, rows) bitmap font."""
+        img = _check_frame(frame)
+        table, data = _check_text(runs, codes)
+        glyphs, width = _check_font(font, cell_width)
+        self._kernels.text(img, table, data, glyphs, width)
 
 
-def _css(color: Rgba) -> str:
-    return f"rgba({color[0]},{color[1]},{color[2]},{round(color[3] / 255, 4)})"
-
+# ----------------------------------------------------------------------------- gradients
 
 GradientStops = tuple[tuple[float, Rgba], ...]
-
-
-def _parse_stops(value: Any, what: str) -> GradientStops:
-    if not isinstance(value, (list, tuple)) or not value:
-        raise ConfigError(f"{what} must be a non-empty list of [position 0..1, colour]")
-    stops: list[tuple[float, Rgba]] = []
-    for item in value:
-        if not isinstance(item, (list, tuple)) or len(item) != 2:
-            raise ConfigError(f"{what}: each stop is [position, colour], got {item!r}")
-        pos, color = item
-        if isinstance(pos, bool) or not isinstance(pos, (int, float)) or not math.isfinite(pos):
-            raise ConfigError(f"{what}: stop position must be a number 0..1, got {pos!r}")
-        stops.append((min(1.0, max(0.0, float(pos))), parse_color(color)))
-    # Like CanvasGradient.addColorStop: stable order by position.
-    return tuple(sorted(stops, key=lambda s: s[0]))
 
 
 @lru_cache(maxsize=32)
@@ -329,7 +407,7 @@ _DEFAULT_BOX_STOPS: GradientStops = (
 
 @dataclass(frozen=True)
 class OverlayStyle:
-    """How overlays look. ``from_ui_config`` reads the seed's ``UI_CONFIG`` dictionary.
+    """How overlays look (the seed's ``UI_CONFIG`` form: :func:`deskpilot.panel.style_from_ui_config`).
 
     Sizes are in pixels of the annotated frame; ``label_scale = 0`` picks the font scale
     (and the marker size) from the frame, about 1 per 450 pixels of its shorter side.
@@ -354,150 +432,26 @@ class OverlayStyle:
     box_label_color: Rgba = (170, 215, 255, 255)
 
     def __post_init__(self) -> None:
+        # ``field`` names the attribute, so that a reader of another form of the style (the
+        # panel's UI_CONFIG) can say which of its own keys was wrong.
+        def bad(name: str, expected: str) -> ConfigError:
+            value = getattr(self, name)
+            return ConfigError(f"{name} must be {expected}, got {value}", field=name, value=value)
+
         if not (math.isfinite(self.heat_radius_scale) and 0 < self.heat_radius_scale <= 1):
-            raise ConfigError(
-                f"executed_heat.radius_scale must be in (0, 1], got {self.heat_radius_scale}"
-            )
+            raise bad("heat_radius_scale", "in (0, 1]")
         if not 1 <= self.trail_turns <= 64:
-            raise ConfigError(f"executed_heat.trail_turns must be 1..64, got {self.trail_turns}")
+            raise bad("trail_turns", "1..64")
         if not (math.isfinite(self.trail_shrink) and 0 < self.trail_shrink <= 1):
-            raise ConfigError(
-                f"executed_heat.trail_shrink must be in (0, 1], got {self.trail_shrink}"
-            )
+            raise bad("trail_shrink", "in (0, 1]")
         if not 0 <= self.bbox_border_width <= 64:
-            raise ConfigError(f"bbox_heat.border_width must be 0..64, got {self.bbox_border_width}")
+            raise bad("bbox_border_width", "0..64")
         if not 0 <= self.label_scale <= 16:
-            raise ConfigError(f"labels.scale must be 0..16, got {self.label_scale}")
-
-    @classmethod
-    def from_ui_config(cls, ui: Mapping[str, Any]) -> OverlayStyle:
-        """Build a style from the seed's ``UI_CONFIG`` shape (unknown keys are refused).
-
-        ``{"executed_heat": {enabled, radius_scale, stops, trail_turns, trail_shrink},
-        "bbox_heat": {enabled, border, border_width, fill_stops}, "labels": {enabled,
-        markers, scale, color, background, box_color, action_color, outline}}``.
-        """
-        if not isinstance(ui, Mapping):
-            raise ConfigError(f"UI config must be a table, got {type(ui).__name__}")
-        known = {"executed_heat", "bbox_heat", "labels"}
-        if unknown := sorted(set(ui) - known):
-            raise ConfigError(f"unknown UI config section(s) {unknown}; known: {sorted(known)}")
-        style = cls()
-        changes: dict[str, Any] = {}
-        heat = _section(
-            ui, "executed_heat", {"enabled", "radius_scale", "stops", "trail_turns", "trail_shrink"}
-        )
-        if "enabled" in heat:
-            changes["heat_enabled"] = _bool(heat["enabled"], "executed_heat.enabled")
-        if "radius_scale" in heat:
-            changes["heat_radius_scale"] = _float(
-                heat["radius_scale"], "executed_heat.radius_scale"
-            )
-        if "stops" in heat:
-            changes["heat_stops"] = _parse_stops(heat["stops"], "executed_heat.stops")
-        if "trail_turns" in heat:
-            changes["trail_turns"] = _int(heat["trail_turns"], "executed_heat.trail_turns")
-        if "trail_shrink" in heat:
-            changes["trail_shrink"] = _float(heat["trail_shrink"], "executed_heat.trail_shrink")
-        box = _section(ui, "bbox_heat", {"enabled", "border", "border_width", "fill_stops"})
-        if "enabled" in box:
-            changes["bbox_enabled"] = _bool(box["enabled"], "bbox_heat.enabled")
-        if "border" in box:
-            changes["bbox_border"] = parse_color(box["border"])
-        if "border_width" in box:
-            changes["bbox_border_width"] = round(
-                _float(box["border_width"], "bbox_heat.border_width")
-            )
-        if "fill_stops" in box:
-            changes["bbox_fill_stops"] = _parse_stops(box["fill_stops"], "bbox_heat.fill_stops")
-        labels = _section(
-            ui,
-            "labels",
-            {
-                "enabled",
-                "markers",
-                "scale",
-                "color",
-                "background",
-                "box_color",
-                "action_color",
-                "outline",
-            },
-        )
-        for key, attr in (("enabled", "labels_enabled"), ("markers", "markers_enabled")):
-            if key in labels:
-                changes[attr] = _bool(labels[key], f"labels.{key}")
-        if "scale" in labels:
-            changes["label_scale"] = _int(labels["scale"], "labels.scale")
-        for key, attr in (
-            ("color", "label_color"),
-            ("background", "label_background"),
-            ("box_color", "box_label_color"),
-            ("action_color", "action_color"),
-            ("outline", "outline_color"),
-        ):
-            if key in labels:
-                changes[attr] = parse_color(labels[key])
-        return replace(style, **changes)
-
-    def to_ui_config(self) -> dict[str, Any]:
-        """The seed's ``UI_CONFIG`` shape (CSS colours), as served to the panel by ``GET /config``."""
-        return {
-            "executed_heat": {
-                "enabled": self.heat_enabled,
-                "radius_scale": self.heat_radius_scale,
-                "stops": [[p, _css(c)] for p, c in self.heat_stops],
-                "trail_turns": self.trail_turns,
-                "trail_shrink": self.trail_shrink,
-            },
-            "bbox_heat": {
-                "enabled": self.bbox_enabled,
-                "border": _css(self.bbox_border),
-                "border_width": self.bbox_border_width,
-                "fill_stops": [[p, _css(c)] for p, c in self.bbox_fill_stops],
-            },
-            "labels": {
-                "enabled": self.labels_enabled,
-                "markers": self.markers_enabled,
-                "scale": self.label_scale,
-                "color": _css(self.label_color),
-                "background": _css(self.label_background),
-                "box_color": _css(self.box_label_color),
-                "action_color": _css(self.action_color),
-                "outline": _css(self.outline_color),
-            },
-        }
+            raise bad("label_scale", "0..16")
 
     def ui_scale(self, width: int, height: int) -> int:
         """Font/marker scale for a frame: ``label_scale`` or about 1 per 450 px of the short side."""
         return self.label_scale or max(1, round(min(width, height) / 450))
-
-
-def _section(ui: Mapping[str, Any], name: str, keys: set[str]) -> Mapping[str, Any]:
-    section = ui.get(name, {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(f"UI config {name!r} must be a table, got {type(section).__name__}")
-    if unknown := sorted(set(section) - keys):
-        raise ConfigError(f"unknown key(s) {unknown} in UI config {name!r}; known: {sorted(keys)}")
-    return section
-
-
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{what} must be true or false, got {value!r}")
-    return value
-
-
-def _float(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{what} must be a number, got {value!r}")
-    return float(value)
-
-
-def _int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{what} must be an integer, got {value!r}")
-    return value
 
 
 # ------------------------------------------------------------------------------- the plan
@@ -694,41 +648,28 @@ def plan_overlay(
 
 def draw_plan(frame: U8, plan: OverlayPlan, *, backend: Backend | None = None) -> None:
     """Draw a plan onto ``frame`` (RGB HxWx3 uint8, in place) with the chosen kernels."""
-    if not isinstance(frame, np.ndarray) or frame.ndim != 3 or frame.shape[2] != 3:
+    img = _check_frame(frame)
+    if img.shape[0] != plan.height or img.shape[1] != plan.width:
         raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
+            f"plan was laid out for {plan.width}x{plan.height}, frame is {img.shape[1]}x{img.shape[0]}",
+            plan=(plan.width, plan.height),
+            frame=(img.shape[1], img.shape[0]),
         )
-    if frame.shape[0] != plan.height or frame.shape[1] != plan.width:
-        raise ImagingError(
-            f"plan was laid out for {plan.width}x{plan.height}, frame is {frame.shape[1]}x{frame.shape[0]}"
-        )
-    k = (
-        _KERNELS
-        if backend is None
-        else (_overlay_reference if backend == "reference" else _native_kernels())
-    )
-    k.box_heat(frame, plan.box_heat, plan.box_lut)
-    k.rects(frame, plan.box_borders)
-    k.heat_spots(frame, plan.spots, plan.heat_lut)
-    k.lines(frame, plan.lines)
-    k.rings(frame, plan.rings)
-    k.rects(frame, plan.label_rects)
-    k.text(frame, plan.text_runs, plan.codes, FONT, FONT_CELL[0])
-
-
-def _native_kernels() -> ModuleType:
-    # Asked for by name (tests, benchmarks): load it even under DESKPILOT_PURE.
-    if OVERLAY_BACKEND == "native":
-        return _KERNELS
-    try:
-        native = importlib.import_module(NATIVE_MODULE)
-    except ModuleNotFoundError:
-        raise ImagingError(
-            "the compiled annotation core is not built: python setup.py build_ext --inplace"
-        ) from None
-    if __version__ != native.CORE_VERSION:
-        raise ImagingError(f"the compiled annotation core is stale ({native.CORE_VERSION!r})")
-    return native
+    k = _kernels_for(backend)
+    # Every table is checked before the first pixel changes: a bad plan leaves the frame as it was.
+    box_heat, box_lut = _check_boxes(plan.box_heat), _check_lut(plan.box_lut)
+    box_borders = _check_rects(plan.box_borders)
+    spots, heat_lut = _check_spots(plan.spots), _check_lut(plan.heat_lut)
+    lines, rings = _check_lines(plan.lines), _check_rings(plan.rings)
+    label_rects = _check_rects(plan.label_rects)
+    runs, codes = _check_text(plan.text_runs, plan.codes)
+    k.box_heat(img, box_heat, box_lut)
+    k.rects(img, box_borders)
+    k.heat_spots(img, spots, heat_lut)
+    k.lines(img, lines)
+    k.rings(img, rings)
+    k.rects(img, label_rects)
+    k.text(img, runs, codes, FONT, FONT_CELL[0])
 
 
 def annotate(
@@ -741,14 +682,9 @@ def annotate(
     backend: Backend | None = None,
 ) -> U8:
     """Draw one turn's overlays onto ``frame`` in place and return it (see the module doc)."""
-    if not isinstance(frame, np.ndarray) or frame.ndim != 3:
-        raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {getattr(frame, 'shape', frame)!r}"
-        )
-    plan = plan_overlay(
-        frame.shape[1], frame.shape[0], actions, boxes, style=style, previous=previous
-    )
-    draw_plan(frame, plan, backend=backend)
+    img = _check_frame(frame)
+    plan = plan_overlay(img.shape[1], img.shape[0], actions, boxes, style=style, previous=previous)
+    draw_plan(img, plan, backend=backend)
     return frame
 
 

@@ -6,18 +6,18 @@ at a time, so the two backends agree bit for bit and the tests can demand it. It
 backend when ``DESKPILOT_PURE=1`` or the compiled core is not built, and the yardstick
 in ``benchmarks/bench_annotate.py``.
 
+Like the compiled kernels it trusts its arguments: :mod:`deskpilot.imaging._overlay` checks
+them (frame, tables, colours, gradient table, font) before either backend runs.
+
 Blending of one channel: ``out = (src * a + dst * (255 - a) + 127) // 255``.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-
-from deskpilot._errors import ImagingError
 
 __all__ = [
     "CORE_VERSION",
@@ -37,41 +37,8 @@ FIRST_GLYPH = 32
 LAST_GLYPH = 126
 
 U8 = npt.NDArray[np.uint8]
-
-
-def _check_frame(frame: Any) -> U8:
-    if not isinstance(frame, np.ndarray):
-        raise ImagingError(f"frame must be a numpy array, got {type(frame).__name__}")
-    if frame.dtype != np.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
-        raise ImagingError(
-            f"frame must be an RGB HxWx3 uint8 array, got {frame.dtype} {frame.shape}"
-        )
-    if frame.strides[2] != 1 or frame.strides[1] != 3:
-        raise ImagingError("frame pixels must be packed RGB (rows may be strided)")
-    if not frame.flags.writeable:
-        raise ImagingError("frame is read-only: annotation draws in place")
-    return frame
-
-
-def _check_table(table: Any, name: str, columns: int, dtype: type[np.generic]) -> npt.NDArray[Any]:
-    arr = np.ascontiguousarray(table, dtype=dtype)
-    if arr.ndim != 2 or arr.shape[1] != columns:
-        raise ImagingError(f"{name} must have shape (n, {columns}), got {arr.shape}")
-    if dtype is np.float64 and arr.size and not np.isfinite(arr).all():
-        raise ImagingError(f"{name} has a non-finite value")
-    return arr
-
-
-def _check_colours(arr: npt.NDArray[Any], first: int, what: str) -> None:
-    if arr.size and ((arr[:, first:] < 0).any() or (arr[:, first:] > 255).any()):
-        raise ImagingError(f"{what} colours must be 0..255")
-
-
-def _check_lut(lut: Any) -> U8:
-    arr = np.ascontiguousarray(lut, dtype=np.uint8)
-    if arr.ndim != 2 or arr.shape[1] != 4 or arr.shape[0] < 2:
-        raise ImagingError(f"gradient table must have shape (L >= 2, 4), got {arr.shape}")
-    return arr
+F64 = npt.NDArray[np.float64]
+I32 = npt.NDArray[np.int32]
 
 
 def _clamp_index(v: float, hi: int) -> int:
@@ -81,8 +48,8 @@ def _clamp_index(v: float, hi: int) -> int:
 def _blend(
     region: U8,
     mask: npt.NDArray[np.bool_],
-    rgb: npt.NDArray[Any],
-    alpha: npt.NDArray[Any] | np.int32,
+    rgb: npt.NDArray[np.int32],
+    alpha: npt.NDArray[np.int32] | np.int32,
 ) -> None:
     """Blend ``rgb`` (n x 3 or 3) with per-pixel ``alpha`` into ``region[mask]``."""
     if not mask.any():
@@ -97,11 +64,10 @@ def _centres(lo: int, hi: int) -> npt.NDArray[np.float64]:
     return np.arange(lo, hi + 1, dtype=np.float64) + 0.5
 
 
-def heat_spots(frame: Any, spots: Any, lut: Any) -> None:
+def heat_spots(frame: U8, spots: F64, lut: U8) -> None:
     """Blend radial gradients centred at ``spots`` rows ``(cx, cy, radius, alpha_q)``."""
-    img = _check_frame(frame)
-    arr = _check_table(spots, "spots", 4, np.float64)
-    table = _check_lut(lut).astype(np.int32)
+    img, arr = frame, spots
+    table = lut.astype(np.int32)
     height, width = img.shape[:2]
     if height == 0 or width == 0:
         return
@@ -128,11 +94,10 @@ def heat_spots(frame: Any, spots: Any, lut: Any) -> None:
         _blend(region, mask, entry[..., :3][mask], alpha[mask])
 
 
-def box_heat(frame: Any, boxes: Any, lut: Any) -> None:
+def box_heat(frame: U8, boxes: I32, lut: U8) -> None:
     """Fill boxes ``(x0, y0, x1, y1, alpha_q)`` with a radial gradient reaching the corners."""
-    img = _check_frame(frame)
-    arr = _check_table(boxes, "boxes", 5, np.int32)
-    table = _check_lut(lut).astype(np.int32)
+    img, arr = frame, boxes
+    table = lut.astype(np.int32)
     height, width = img.shape[:2]
     if height == 0 or width == 0:
         return
@@ -157,11 +122,9 @@ def box_heat(frame: Any, boxes: Any, lut: Any) -> None:
         _blend(img[y0:y1, x0:x1], mask, entry[..., :3][mask], alpha[mask])
 
 
-def rects(frame: Any, rects: Any) -> None:
+def rects(frame: U8, rects: I32) -> None:
     """Rectangles ``(x0, y0, x1, y1, border, r, g, b, a)``; ``border <= 0`` fills."""
-    img = _check_frame(frame)
-    arr = _check_table(rects, "rects", 9, np.int32)
-    _check_colours(arr, 5, "rect")
+    img, arr = frame, rects
     height, width = img.shape[:2]
     for rx0, ry0, rx1, ry1, bw, r, g, b, a in (tuple(int(v) for v in row) for row in arr):
         if a <= 0:
@@ -180,11 +143,9 @@ def rects(frame: Any, rects: Any) -> None:
         _blend(img[y0:y1, x0:x1], mask, rgb, np.int32(a))
 
 
-def rings(frame: Any, rings: Any) -> None:
+def rings(frame: U8, rings: F64) -> None:
     """Rings ``(cx, cy, r_inner, r_outer, r, g, b, a)``: pixels with r_in <= d < r_out."""
-    img = _check_frame(frame)
-    arr = _check_table(rings, "rings", 8, np.float64)
-    _check_colours(arr, 4, "ring")
+    img, arr = frame, rings
     height, width = img.shape[:2]
     if height == 0 or width == 0:
         return
@@ -204,11 +165,9 @@ def rings(frame: Any, rings: Any) -> None:
         _blend(img[y_lo : y_hi + 1, x_lo : x_hi + 1], mask, rgb, np.int32(int(a)))
 
 
-def lines(frame: Any, lines: Any) -> None:
+def lines(frame: U8, lines: F64) -> None:
     """Thick segments ``(x0, y0, x1, y1, width, r, g, b, a)`` with round caps."""
-    img = _check_frame(frame)
-    arr = _check_table(lines, "lines", 9, np.float64)
-    _check_colours(arr, 5, "line")
+    img, arr = frame, lines
     height, width = img.shape[:2]
     if height == 0 or width == 0:
         return
@@ -236,17 +195,10 @@ def lines(frame: Any, lines: Any) -> None:
         _blend(img[y_lo : y_hi + 1, x_lo : x_hi + 1], mask, rgb, np.int32(int(a)))
 
 
-def text(frame: Any, runs: Any, codes: bytes, font: Any, cell_width: int) -> None:
+def text(frame: U8, runs: I32, codes: bytes, font: U8, cell_width: int) -> None:
     """Text runs ``(x, y, start, length, scale, r, g, b, a)`` in a bitmap font."""
-    img = _check_frame(frame)
-    arr = _check_table(runs, "runs", 9, np.int32)
-    code_arr = np.frombuffer(bytes(codes), dtype=np.uint8)
-    font_arr = np.ascontiguousarray(font, dtype=np.uint8)
-    if font_arr.ndim != 2 or font_arr.shape[0] != LAST_GLYPH - FIRST_GLYPH + 1:
-        raise ImagingError(f"font must have shape (95, rows), got {font_arr.shape}")
-    if not 1 <= int(cell_width) <= 8:
-        raise ImagingError(f"cell_width must be 1..8, got {cell_width}")
-    _check_colours(arr, 5, "text")
+    img, arr, font_arr = frame, runs, font
+    code_arr = np.frombuffer(codes, dtype=np.uint8)
     height, width = img.shape[:2]
     cw = int(cell_width)
     shifts = np.arange(cw - 1, -1, -1, dtype=np.uint8)

@@ -2,9 +2,9 @@
 
 ::
 
-    from deskpilot.panel import PanelServer, PanelState
+    from deskpilot.panel import PanelServer, PanelState, style_to_ui_config
 
-    state = PanelState(config={"ui": style.to_ui_config()})
+    state = PanelState(config={"ui": style_to_ui_config(style)})
     server = PanelServer(state, port=0)
     await server.start()            # inside the engine's event loop
     print(server.url)               # http://127.0.0.1:<port>
@@ -25,6 +25,7 @@ from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES
 from deskpilot.panel._png import InvalidPNG, validate_png
 from deskpilot.panel._server import PanelServer
 from deskpilot.panel._state import AnnotationRejected, PanelState, png_size
+from deskpilot.panel._ui_config import parse_color, style_from_ui_config, style_to_ui_config
 
 __all__ = [
     "MAX_ANNOTATED_BYTES",
@@ -34,7 +35,10 @@ __all__ = [
     "PanelAccess",
     "PanelServer",
     "PanelState",
+    "parse_color",
     "png_size",
     "resolve_token",
+    "style_from_ui_config",
+    "style_to_ui_config",
     "validate_png",
 ]

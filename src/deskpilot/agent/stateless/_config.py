@@ -234,7 +234,9 @@ class StatelessSettings:
         object.__setattr__(self, "log_level", _parse_log_level(self.log_level))
         ui = _parse_ui(self.ui)
         object.__setattr__(self, "ui", ui)
-        OverlayStyle.from_ui_config(ui or {})  # validate now, where the error names the setting
+        from deskpilot.panel import style_from_ui_config
+
+        style_from_ui_config(ui or {})  # validate now, where the error names the setting
         if self.panel == "off" and (self.annotate == "browser" or not self.boot_enabled):
             needs = (
                 "annotate = browser"
@@ -271,7 +273,9 @@ class StatelessSettings:
 
     @property
     def overlay_style(self) -> OverlayStyle:
-        return OverlayStyle.from_ui_config(self.ui or {})
+        from deskpilot.panel import style_from_ui_config
+
+        return style_from_ui_config(self.ui or {})
 
     @property
     def crop_fraction(self) -> tuple[float, float, float, float]:

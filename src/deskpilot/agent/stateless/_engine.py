@@ -62,7 +62,7 @@ from deskpilot.agent.stateless._protocol import Action, VlmOutput, parse_vlm_out
 from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
 from deskpilot.imaging._overlay import ActionMark, BoxMark, action_mark, annotate
-from deskpilot.panel import PanelServer, PanelState, resolve_token
+from deskpilot.panel import PanelServer, PanelState, resolve_token, style_to_ui_config
 
 __all__ = [
     "StatelessEngine",
@@ -241,7 +241,7 @@ class StatelessEngine:
             template=s.system_prompt,
         )
         self.state.config_payload = {
-            "ui": self.style.to_ui_config(),
+            "ui": style_to_ui_config(self.style),
             "capture_width": size[0],
             "capture_height": size[1],
             "capture_crop": list(s.capture_crop),
@@ -288,7 +288,7 @@ class StatelessEngine:
                 "panel": self.panel.url if self.panel else None,
                 "panel_token": bool(self.panel and self.panel.token),
                 "system_prompt": self.system,
-                "ui": self.style.to_ui_config(),
+                "ui": style_to_ui_config(self.style),
             },
         )
 
