@@ -284,8 +284,8 @@ def _reply(i: int) -> str:
 
 def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
     from deskpilot.agent import iter_turns, load_config, run_agent
-    from deskpilot.agent._modes import discover_modes
     from deskpilot.agent._timings import percentile
+    from deskpilot.agent.modes._registry import discover_modes
     from deskpilot.testing import ModelServer, ScriptedPolicy
 
     discover_modes()

@@ -19,7 +19,7 @@ simulated desktop at 1536x864, the screen changing every turn so every turn send
 image; each reply has a ``<think>`` block). llama.cpp's server, LM Studio and vLLM reuse
 the longest common prefix of consecutive prompts; everything after the first changed
 message is processed again, images included (the vision encoder runs once more per
-image). The run summary's ``prefill`` (``deskpilot.agent._history.Prefill``) gives per
+image). The run summary's ``prefill`` (``deskpilot.agent.client._history.Prefill``) gives per
 turn: images and their tokens (Qwen3-VL: one token per 32x32 px, 1296 per 1536x864
 image), text tokens (4 bytes per token) and the most images in context. Seconds per turn
 are at a stated prefill speed (``--prefill-tps``, default 1000 tokens/s, a laptop GPU
@@ -51,7 +51,7 @@ from typing import Any
 
 import orjson
 
-from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent.client._history import History, png_data_url
 
 IMAGE_TOKENS = 1296  # 1536x864 image, Qwen3-VL (16 px patches, 2x2 merge)
 
@@ -106,7 +106,7 @@ def seed_prune_screenshots(messages: list[dict[str, Any]], keep: int, labels: di
 
 
 def seed_prune_thinks(messages: list[dict[str, Any]], keep: int) -> None:
-    from deskpilot.agent._toolcalls import strip_think
+    from deskpilot.agent.client._toolcalls import strip_think
 
     idx = [i for i, m in enumerate(messages) if m["role"] == "assistant" and "think>" in (m.get("content") or "")]
     for i in idx[: max(0, len(idx) - keep)]:
@@ -243,8 +243,8 @@ def server_table(url_bytes: list[bytes], repeat: int) -> None:
     import asyncio
     import base64
 
-    from deskpilot.agent._client import ChatClient
-    from deskpilot.agent._history import B64_BACKEND, b64encode
+    from deskpilot.agent.client._chat import ChatClient
+    from deskpilot.agent.client._history import B64_BACKEND, b64encode
     from deskpilot.testing import ModelServer, ScriptedPolicy
 
     small = orjson.dumps({"model": "m", "messages": [{"role": "system", "content": SYSTEM[:800]},

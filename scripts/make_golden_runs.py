@@ -33,7 +33,7 @@ GOLDEN = ROOT / "tests" / "golden"
 sys.path.insert(0, str(ROOT / "src"))
 
 from deskpilot.agent import load_config, run_agent  # noqa: E402
-from deskpilot.agent._modes import discover_modes  # noqa: E402
+from deskpilot.agent.modes._registry import discover_modes  # noqa: E402
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, ScriptedPolicy, tool_call  # noqa: E402
 from deskpilot.testing._desktop import SimulatedDesktop  # noqa: E402
 

@@ -307,7 +307,7 @@ SCENARIOS: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 def run_one(name: str) -> dict[str, Any]:
     from deskpilot.agent import load_config, run_agent
-    from deskpilot.agent._modes import discover_modes
+    from deskpilot.agent.modes._registry import discover_modes
     from deskpilot.testing._desktop import SimulatedDesktop
 
     discover_modes()

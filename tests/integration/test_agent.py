@@ -16,10 +16,10 @@ import pytest
 from apps.harness import keys_and_buttons_down
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._demo import DemoApp, run_demo
 from deskpilot.agent._scenarios import DEMO_TEXT
 from deskpilot.geometry import Box, Mapping, Rect
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy, tool_call
+from deskpilot.testing._demo import DemoApp, run_demo
 from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11
@@ -177,7 +177,7 @@ def test_sigint_mid_hold_releases_everything(app: DemoApp, tmp_path: Path) -> No
 
 def test_qwen_computer_use_on_real_input(app: DemoApp, tmp_path: Path) -> None:
     """Qwen3-VL's 0..999 grid, through real capture and XTest, onto the Tk app."""
-    from deskpilot.agent._tools_qwen import grid_to_physical
+    from deskpilot.agent.tools._qwen import grid_to_physical
 
     full = Mapping(Rect(0, 0, 1920, 1080), 960, 540)
 
@@ -210,7 +210,7 @@ def test_qwen_computer_use_on_real_input(app: DemoApp, tmp_path: Path) -> None:
 
 def test_uitars_actions_on_real_input(app: DemoApp, tmp_path: Path) -> None:
     """UI-TARS-1.5 absolute pixels on the smart-resized image (960x540 -> 952x532)."""
-    from deskpilot.agent._uitars import to_physical
+    from deskpilot.agent.tools._uitars import to_physical
 
     full = Mapping(Rect(0, 0, 1920, 1080), 960, 540)
     script = [

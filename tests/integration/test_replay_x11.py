@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._demo import DemoApp
 from deskpilot.replay import (
     FrameTolerance,
     ReplayOptions,
@@ -19,6 +18,7 @@ from deskpilot.replay import (
     replay_run,
 )
 from deskpilot.testing import ModelServer, PixelPolicy
+from deskpilot.testing._demo import DemoApp
 from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11

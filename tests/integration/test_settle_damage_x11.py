@@ -14,10 +14,10 @@ from PIL import Image
 
 from deskpilot._x11._damage import DamageWatcher
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent
-from deskpilot.agent._demo import DemoApp
 from deskpilot.geometry import Rect
 from deskpilot.input import InputController
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+from deskpilot.testing._demo import DemoApp
 from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11

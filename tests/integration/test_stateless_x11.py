@@ -22,10 +22,10 @@ import pytest
 from PIL import Image
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._demo import DemoApp
-from deskpilot.agent._modes import discover_modes
+from deskpilot.agent.modes._registry import discover_modes
 from deskpilot.testing import ModelServer, ScriptedPolicy, find_color
 from deskpilot.testing._chromium import Chromium
+from deskpilot.testing._demo import DemoApp
 from deskpilot.testing._demo_app import TARGET_RGB
 
 pytestmark = pytest.mark.x11

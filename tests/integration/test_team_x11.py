@@ -18,7 +18,7 @@ import pytest
 from apps.harness import TargetApp
 
 from deskpilot.agent import iter_turns, load_summary, validate_run_dir
-from deskpilot.agent.team import VARIANTS, TeamVariant
+from deskpilot.agent.modes.team import VARIANTS, TeamVariant
 from deskpilot.cli import main
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, find_color
 

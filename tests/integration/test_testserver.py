@@ -16,15 +16,15 @@ import httpx
 import orjson
 import pytest
 
-from deskpilot.agent._client import ChatClient, Completion
-from deskpilot.agent._exchange_log import ExchangeLog
-from deskpilot.agent._history import History
+from deskpilot.agent.client._chat import ChatClient, Completion
+from deskpilot.agent.client._history import History
 from deskpilot.errors import (
     ModelConnectionError,
     ModelHTTPError,
     ModelResponseError,
     ModelTimeoutError,
 )
+from deskpilot.rundir._exchange import ExchangeLog
 from deskpilot.testing import (
     Fault,
     ModelServer,

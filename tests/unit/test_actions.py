@@ -195,7 +195,7 @@ def test_key_combo() -> None:
 
 
 def test_the_overlay_marks_a_performed_action_where_the_model_pointed() -> None:
-    from deskpilot.agent.stateless._protocol import parse_vlm_output
+    from deskpilot.agent.modes.stateless._protocol import parse_vlm_output
     from deskpilot.imaging._overlay import ActionMark, action_mark
 
     out = parse_vlm_output(
@@ -220,9 +220,9 @@ def test_the_overlay_marks_a_performed_action_where_the_model_pointed() -> None:
 
 
 def test_every_argument_refusal_is_one_error_type() -> None:
-    from deskpilot.agent._tools import ToolError
-    from deskpilot.agent.stateless._protocol import _Reject
-    from deskpilot.agent.team._common import read_key, read_text_to_type
+    from deskpilot.agent.modes.stateless._protocol import _Reject
+    from deskpilot.agent.modes.team._common import read_key, read_text_to_type
+    from deskpilot.agent.tools._core import ToolError
     from deskpilot.input import InputArgumentError, InputController
 
     assert ToolError is ArgumentError
@@ -238,7 +238,7 @@ def test_every_argument_refusal_is_one_error_type() -> None:
 def test_an_input_layer_refusal_is_a_failed_action_for_the_model() -> None:
     import asyncio
 
-    from deskpilot.agent._tools import ToolContext, execute_tool_call, toolset
+    from deskpilot.agent.tools._core import ToolContext, execute_tool_call, toolset
     from deskpilot.geometry import Mapping, Rect
     from deskpilot.input import InputArgumentError
     from deskpilot.testing._desktop import SimulatedDesktop

@@ -13,14 +13,14 @@ import httpx
 import orjson
 import pytest
 
-from deskpilot.agent._client import ChatClient, Completion, _retry_after
-from deskpilot.agent._exchange_log import ExchangeLog
+from deskpilot.agent.client._chat import ChatClient, Completion, _retry_after
 from deskpilot.errors import (
     ModelConnectionError,
     ModelHTTPError,
     ModelResponseError,
     ModelTimeoutError,
 )
+from deskpilot.rundir._exchange import ExchangeLog
 
 ENDPOINT = "http://model.test/v1/chat/completions"
 BODY = orjson.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})

@@ -212,7 +212,7 @@ def test_only_credentials_are_masked_in_run_json() -> None:
 
 
 def test_tool_sets_have_user_facing_names_and_keep_the_seed_ids() -> None:
-    from deskpilot.agent._tools import toolset, toolset_label
+    from deskpilot.agent.tools._core import toolset, toolset_label
 
     cfg = load_config(flags={"agent.toolset": "pointer"}, env={}, search_default=False)
     # the run records keep the seed id; the seed's own defaults come with it

@@ -7,13 +7,13 @@ import hashlib
 
 import orjson
 
-from deskpilot.agent._exchange_log import (
+from deskpilot.agent.client._history import History
+from deskpilot.rundir._exchange import (
     ExchangeLog,
     redact_headers,
     sanitize_request_body,
     summarize_data_image_url,
 )
-from deskpilot.agent._history import History
 
 IMAGE = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 50
 B64 = base64.b64encode(IMAGE).decode()

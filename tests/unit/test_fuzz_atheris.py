@@ -29,10 +29,10 @@ HARNESS = textwrap.dedent(
         import orjson
         from deskpilot._errors import InvalidBoxError
         from deskpilot._untrusted import terminal_text, token_count
-        from deskpilot.agent._runlog import dumps_json
-        from deskpilot.agent._sse import SSEDecoder, StreamAssembler
-        from deskpilot.agent._toolcalls import parse_arguments, parse_message_tool_calls, split_content_tool_calls
-        from deskpilot.agent.stateless._protocol import parse_vlm_output
+        from deskpilot.rundir._writer import dumps_json
+        from deskpilot.agent.client._sse import SSEDecoder, StreamAssembler
+        from deskpilot.agent.client._toolcalls import parse_arguments, parse_message_tool_calls, split_content_tool_calls
+        from deskpilot.agent.modes.stateless._protocol import parse_vlm_output
         from deskpilot.geometry import parse_box
         from deskpilot.safety import ActionRequest, Policy, find_secrets, redact, redact_text
 

@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 
 from deskpilot._errors import InvalidBoxError, ModelError
 from deskpilot._untrusted import terminal_text, token_count
-from deskpilot.agent._client import ChatClient
-from deskpilot.agent._runlog import dumps_json
-from deskpilot.agent._sse import SSEDecoder, StreamAssembler
-from deskpilot.agent._toolcalls import parse_message_tool_calls, split_content_tool_calls
-from deskpilot.agent._tools import ERROR_TYPES, ToolContext, execute_tool_call, toolset
-from deskpilot.agent.stateless._protocol import parse_vlm_output
+from deskpilot.agent.client._chat import ChatClient
+from deskpilot.agent.client._sse import SSEDecoder, StreamAssembler
+from deskpilot.agent.client._toolcalls import parse_message_tool_calls, split_content_tool_calls
+from deskpilot.agent.modes.stateless._protocol import parse_vlm_output
+from deskpilot.agent.tools._core import ERROR_TYPES, ToolContext, execute_tool_call, toolset
 from deskpilot.geometry import parse_box
+from deskpilot.rundir._writer import dumps_json
 from deskpilot.testing._desktop import SimulatedDesktop
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))

@@ -9,7 +9,7 @@ import itertools
 import orjson
 import pytest
 
-from deskpilot.agent._history import History, png_data_url
+from deskpilot.agent.client._history import History, png_data_url
 
 TOOLS = [
     {"type": "function", "function": {"name": "click_element", "description": "Click.",
@@ -224,7 +224,7 @@ def _turns(history: History, turns: int, *, size: tuple[int, int] | None = (1536
 
 
 def test_image_token_rule_is_qwens_32px_per_token_and_unknown_elsewhere() -> None:
-    from deskpilot.agent._history import image_token_rule
+    from deskpilot.agent.client._history import image_token_rule
 
     rule = image_token_rule("qwen3-vl-8b-instruct")
     assert rule is not None and rule(1536, 864) == 48 * 27 == 1296 and rule(1344, 756) == 42 * 24
@@ -233,7 +233,7 @@ def test_image_token_rule_is_qwens_32px_per_token_and_unknown_elsewhere() -> Non
 
 
 def test_prefill_of_the_first_request_is_everything_then_only_what_changed() -> None:
-    from deskpilot.agent._history import image_token_rule
+    from deskpilot.agent.client._history import image_token_rule
 
     h = History("system prompt", tools=TOOLS, keep_last_screenshots=None, keep_last_thinks=None)
     h.image_tokens = image_token_rule("qwen3-vl")
@@ -280,7 +280,7 @@ def test_prefill_reads_the_image_size_from_the_png_header() -> None:
     import numpy as np
 
     from deskpilot import imaging
-    from deskpilot.agent._history import image_token_rule
+    from deskpilot.agent.client._history import image_token_rule
 
     h = History("sys")
     h.image_tokens = image_token_rule("qwen3-vl")

@@ -12,9 +12,9 @@ import pytest
 
 from deskpilot.agent import ModeResult, Session, load_config, run_agent, run_agent_async
 from deskpilot.agent._limits import resolve_limits
-from deskpilot.agent._modes import ModeSpec, register_mode
 from deskpilot.agent._scenarios import Scenario
-from deskpilot.agent.team import TeamMode
+from deskpilot.agent.modes._registry import ModeSpec, register_mode
+from deskpilot.agent.modes.team import TeamMode
 from deskpilot.safety import SafetyGuard
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
@@ -126,7 +126,7 @@ class _Prober:
         self.config = config
 
     async def run(self, session: Session) -> ModeResult:
-        from deskpilot.agent._history import History
+        from deskpilot.agent.client._history import History
 
         seen: dict[str, Any] = {}
         SEEN.append(seen)

@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
 from deskpilot.agent._run import build_guard, describe_guard, drives_desktop
 from deskpilot.agent._session import Session
+from deskpilot.agent.modes._registry import ModeSpec, get_mode, register_mode
 from deskpilot.input import DryBackend, InputController
 from deskpilot.safety import SafetyGuard
 from deskpilot.testing import ModelServer, PixelPolicy, Reply, ScriptedPolicy
@@ -303,7 +303,7 @@ def test_safety_settings_from_flags(flags: dict[str, Any], expected: tuple[str, 
 def test_stateless_actions_are_checked_by_the_runs_policy(tmp_path: Path) -> None:
     """The stateless engine calls the policy for every action: denied ones are
     reported back to the model (in its text protocol) and never reach the desktop."""
-    from deskpilot.agent._modes import discover_modes
+    from deskpilot.agent.modes._registry import discover_modes
 
     discover_modes()
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from deskpilot.agent import iter_turns, load_config, run_agent, validate_run_dir
 from deskpilot.agent._console import ConsoleReporter
-from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._tools import TOOLSETS, toolset
+from deskpilot.agent.modes._registry import discover_modes
+from deskpilot.agent.tools._core import TOOLSETS, toolset
 from deskpilot.safety import RedactOptions, mask_text, redact
 from deskpilot.safety._redact import TypedTexts, typed_texts_in, typing_tool_names
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, ScriptedPolicy
@@ -32,7 +32,7 @@ EVIDENCE = (
 
 
 def _team_variants() -> dict[str, Any]:
-    from deskpilot.agent.team import VARIANTS
+    from deskpilot.agent.modes.team import VARIANTS
 
     return VARIANTS
 

@@ -16,9 +16,9 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._toolcalls import reasoning_tool_calls, split_content_tool_calls
-from deskpilot.agent._tools_qwen import grid_to_physical
-from deskpilot.agent._uitars import parse_uitars, smart_resize, to_physical
+from deskpilot.agent.client._toolcalls import reasoning_tool_calls, split_content_tool_calls
+from deskpilot.agent.tools._qwen import grid_to_physical
+from deskpilot.agent.tools._uitars import parse_uitars, smart_resize, to_physical
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
@@ -362,7 +362,7 @@ def test_calls_in_reasoning_only_when_the_content_is_empty() -> None:
     ],
 )
 def test_final_verdict(content: str, finish: str | None, verdict: str) -> None:
-    from deskpilot.agent._mode_single import final_verdict
+    from deskpilot.agent.modes.single import final_verdict
 
     assert final_verdict(content, finish) == verdict
 

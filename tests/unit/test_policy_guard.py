@@ -26,7 +26,7 @@ from deskpilot.actions import (
 )
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._config import register_section
-from deskpilot.agent._modes import ModeSpec, get_mode, register_mode
+from deskpilot.agent.modes._registry import ModeSpec, get_mode, register_mode
 from deskpilot.geometry import Box, Rect
 from deskpilot.safety import (
     SETTINGS_SECTIONS,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt, system_prompt
-from deskpilot.agent._tools import TOOLSETS, toolset
+from deskpilot.agent.tools._core import TOOLSETS, toolset
 
 # Tool sets whose prompt is built by system_prompt; qwen and uitars bring the prompts their
 # models were trained with (and UI-TARS's action names are plain words: click, type, wait).
@@ -57,7 +57,7 @@ def test_box_sets_keep_the_box_and_key_wording(name: str) -> None:
 
 
 def test_a_custom_set_without_keys_or_observe_tool_gets_no_dangling_names() -> None:
-    from deskpilot.agent._tools import click_tool, make_toolset
+    from deskpilot.agent.tools._core import click_tool, make_toolset
 
     tools = make_toolset("custom", [click_tool("click_element")])
     prompt = system_prompt(tools, auto_observe=False)

@@ -84,7 +84,7 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "toolset",
         "validate_run_dir",
     ],
-    "deskpilot.agent.stateless": [
+    "deskpilot.agent.modes.stateless": [
         "ACTION_NAMES",
         "MODE",
         "Action",
@@ -100,7 +100,7 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "run_stateless",
         "take_lingering_panels",
     ],
-    "deskpilot.agent.team": [
+    "deskpilot.agent.modes.team": [
         "COMMANDER_OPERATOR",
         "MODE",
         "PLANNER_EXECUTOR",
@@ -132,6 +132,54 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "resolve_params",
         "resolve_variant",
         "run_recovery",
+    ],
+    "deskpilot.agent.client": [
+        "ChatClient",
+        "Completion",
+        "History",
+        "ServerProfile",
+        "ToolCall",
+        "detect_profile",
+        "extract_think",
+        "png_data_url",
+        "strip_think",
+    ],
+    "deskpilot.agent.modes": [
+        "Mode",
+        "ModeSpec",
+        "discover_modes",
+        "get_mode",
+        "register_mode",
+    ],
+    "deskpilot.agent.tools": [
+        "Tool",
+        "ToolContext",
+        "ToolOutcome",
+        "ToolSet",
+        "err_payload",
+        "execute_tool_call",
+        "make_toolset",
+        "ok_payload",
+        "toolset",
+    ],
+    "deskpilot.rundir": [
+        "EXCHANGE_FILE",
+        "EXECUTION_LOG_FILE",
+        "FORMAT_VERSION",
+        "RUN_FILE",
+        "STATELESS_FILE",
+        "SUMMARY_FILE",
+        "TURNS_FILE",
+        "ExchangeLog",
+        "LineFile",
+        "RecordedAnswer",
+        "Recording",
+        "RunLog",
+        "decode_png",
+        "iter_turns",
+        "load_recording",
+        "load_summary",
+        "validate_run_dir",
     ],
     "deskpilot.capture": [
         "CaptureBackend",
@@ -325,7 +373,7 @@ ALLOWED_EXTRAS: dict[str, set[str]] = {
     # The errors its functions raise; importable from here before they had deskpilot.errors.
     "deskpilot.geometry": {"GeometryError", "InvalidBoxError"},
     # MODE is built from it when the package is imported.
-    "deskpilot.agent.stateless": {"ModeSpec"},
+    "deskpilot.agent.modes.stateless": {"ModeSpec"},
     # What render_report and write_report are made of.
     "deskpilot.report": {"REPORT_FILE", "load_recording", "render_html"},
     # The CLI's parts: what main() catches, and the parser the server-corpus test builds.
@@ -336,12 +384,12 @@ ALLOWED_EXTRAS: dict[str, set[str]] = {
 #: limit included, is an outcome value, not an exception).
 NOT_IN_ERROR_TREE: set[str] = set()
 
-#: Where each exception that moved into deskpilot._errors was defined before; those
-#: imports keep working.
+#: The module that defined each exception before it moved into deskpilot._errors (under
+#: the module's current path, where the rooms moved it); those imports keep working.
 OLD_HOMES = [
-    ("deskpilot.agent._tools", "ToolError"),
-    ("deskpilot.agent.stateless._engine", "StatelessError"),
-    ("deskpilot.agent._runlog", "RunLogError"),
+    ("deskpilot.agent.tools._core", "ToolError"),
+    ("deskpilot.agent.modes.stateless._engine", "StatelessError"),
+    ("deskpilot.rundir._writer", "RunLogError"),
     ("deskpilot.safety._policy", "NoTerminalError"),
     ("deskpilot.safety._policy", "ConfirmationAborted"),
     ("deskpilot.safety._confirm", "NoTerminalError"),
@@ -349,8 +397,8 @@ OLD_HOMES = [
     ("deskpilot.safety._guard", "PolicyDenied"),
     ("deskpilot.input._controller", "InputArgumentError"),
     ("deskpilot.replay._runner", "ReplayError"),
-    ("deskpilot.replay._recording", "RecordingError"),
-    ("deskpilot.replay._screen", "ReplayDecodeError"),
+    ("deskpilot.rundir._reader", "RecordingError"),
+    ("deskpilot.rundir._reader", "ReplayDecodeError"),
     ("deskpilot.panel._png", "InvalidPNG"),
     pytest.param(
         "deskpilot.testing._chromium", "BrowserError",

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from deskpilot.agent import _client, _tools
-from deskpilot.agent._history import History
+from deskpilot.agent.client import _chat as _client
+from deskpilot.agent.client._history import History
+from deskpilot.agent.tools import _core as _tools
 from deskpilot.geometry import Mapping
 from deskpilot.replay import format_result, load_recording, replay_run
 

@@ -22,7 +22,7 @@ from rich.console import Console
 from deskpilot._untrusted import terminal_text
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
 from deskpilot.agent._console import ConsoleReporter
-from deskpilot.agent._modes import discover_modes
+from deskpilot.agent.modes._registry import discover_modes
 from deskpilot.safety._confirm import terminal_prompt
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop

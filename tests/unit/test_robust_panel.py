@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._modes import discover_modes
-from deskpilot.agent.stateless import add_arguments, flags
+from deskpilot.agent.modes._registry import discover_modes
+from deskpilot.agent.modes.stateless import add_arguments, flags
 from deskpilot.testing import ModelServer, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 

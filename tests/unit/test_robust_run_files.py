@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._modes import discover_modes
-from deskpilot.agent._runlog import LineFile, RunLogError
+from deskpilot.agent.modes._registry import discover_modes
+from deskpilot.rundir._writer import LineFile, RunLogError
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 
@@ -136,7 +136,7 @@ def test_appending_to_a_deleted_file_is_a_failure_not_silence(tmp_path: Path) ->
 def test_team_execution_log_on_a_full_disk_keeps_whole_lines_and_reports_once(
     tmp_path: Path,
 ) -> None:
-    from deskpilot.agent.team._execlog import ExecutionLog
+    from deskpilot.agent.modes.team._execlog import ExecutionLog
 
     failures: list[RunLogError] = []
     with small_tmpfs(tmp_path / "disk", "64k") as disk:
@@ -203,7 +203,7 @@ def test_a_read_only_screenshot_directory_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_stops_a_team_run_cleanly(tmp_path: Path) -> None:
-    from deskpilot.agent.team import VARIANTS
+    from deskpilot.agent.modes.team import VARIANTS
 
     v = VARIANTS["003"]
     plan = Reply(

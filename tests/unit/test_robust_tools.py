@@ -12,7 +12,7 @@ from typing import Any
 import orjson
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent.team import VARIANTS
+from deskpilot.agent.modes.team import VARIANTS
 from deskpilot.testing import ModelServer, RecordedRequest, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 

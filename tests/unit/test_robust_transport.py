@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from deskpilot._errors import ModelResponseError, ModelTimeoutError
-from deskpilot.agent._client import ChatClient
+from deskpilot.agent.client._chat import ChatClient
 
 Handler = Callable[[asyncio.StreamWriter], Awaitable[None]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from deskpilot.agent._runlog import RunLog, RunLogError, iter_turns, load_summary, validate_run_dir
+from deskpilot.rundir._writer import RunLog, RunLogError, iter_turns, load_summary, validate_run_dir
 
 
 def test_directories_are_unique(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from deskpilot.agent._lmstudio_logs import (
+from deskpilot.agent.client._lmstudio_logs import (
     clean_lines,
     export_lmstudio_logs,
     is_loopback_endpoint,

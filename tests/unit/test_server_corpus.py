@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from deskpilot.agent import load_config, run_agent
-from deskpilot.agent._client import ChatClient, classify_http_error
-from deskpilot.agent._modes import discover_modes
-from deskpilot.agent.team import VARIANTS
+from deskpilot.agent.client._chat import ChatClient, classify_http_error
+from deskpilot.agent.modes._registry import discover_modes
+from deskpilot.agent.modes.team import VARIANTS
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.errors import ModelHTTPError, ModelStreamError
 from deskpilot.testing import Fault, ModelServer, Reply, ScriptedPolicy
@@ -397,7 +397,7 @@ def test_explicit_profiles_shape_the_first_request(
 
 
 def test_auto_detection_from_the_endpoint() -> None:
-    from deskpilot.agent._servers import detect_profile
+    from deskpilot.agent.client._servers import detect_profile
 
     assert detect_profile("https://api.openai.com/v1/chat/completions") == "openai"
     assert detect_profile("http://localhost:1234/v1/chat/completions") == "lmstudio"

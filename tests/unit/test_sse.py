@@ -8,7 +8,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deskpilot.agent._sse import SSEDecoder, StreamAssembler, sse_events
+from deskpilot.agent.client._sse import SSEDecoder, StreamAssembler, sse_events
 
 
 def chunk(delta, finish=None, **extra):

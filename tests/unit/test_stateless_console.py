@@ -10,7 +10,7 @@ from rich.console import Console
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent._console import ConsoleReporter, format_action
-from deskpilot.agent._modes import discover_modes
+from deskpilot.agent.modes._registry import discover_modes
 from deskpilot.testing import ModelServer, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 

@@ -19,9 +19,9 @@ import pytest
 from PIL import Image
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._modes import discover_modes
 from deskpilot.agent._prompts import SECURITY_NOTE
-from deskpilot.agent.stateless import StatelessSettings, run_stateless
+from deskpilot.agent.modes._registry import discover_modes
+from deskpilot.agent.modes.stateless import StatelessSettings, run_stateless
 from deskpilot.testing import ModelServer, ScriptedPolicy
 from deskpilot.testing._desktop import CLICKED_RGB, SimulatedDesktop
 

@@ -7,9 +7,9 @@ import pytest
 
 from deskpilot.agent._prompts import SECURITY_NOTE
 from deskpilot.agent._prompts import system_prompt as single_prompt
-from deskpilot.agent._tools import TOOLSETS, toolset
-from deskpilot.agent.stateless._prompt import system_prompt as stateless_prompt
-from deskpilot.agent.team._variants import VARIANTS
+from deskpilot.agent.modes.stateless._prompt import system_prompt as stateless_prompt
+from deskpilot.agent.modes.team._variants import VARIANTS
+from deskpilot.agent.tools._core import TOOLSETS, toolset
 
 
 def test_the_note_says_screen_text_is_data() -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deskpilot.agent.stateless import ACTION_NAMES, Action, BBox, parse_vlm_output
+from deskpilot.agent.modes.stateless import ACTION_NAMES, Action, BBox, parse_vlm_output
 
 # -- the happy path ----------------------------------------------------------------------------
 

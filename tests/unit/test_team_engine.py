@@ -23,9 +23,9 @@ import orjson
 import pytest
 
 from deskpilot.agent import iter_turns, load_config, load_summary, run_agent, validate_run_dir
-from deskpilot.agent._modes import ModeSpec, discover_modes, register_mode
 from deskpilot.agent._session import Session
-from deskpilot.agent.team import MODE, VARIANTS, TeamMode, TeamVariant
+from deskpilot.agent.modes._registry import ModeSpec, discover_modes, register_mode
+from deskpilot.agent.modes.team import MODE, VARIANTS, TeamMode, TeamVariant
 from deskpilot.input import DryBackend, InputController
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, tool_call
 from deskpilot.testing._desktop import SimulatedDesktop

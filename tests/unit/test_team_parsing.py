@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from deskpilot._errors import ConfigError
-from deskpilot.agent._toolcalls import ToolCall, parse_arguments
-from deskpilot.agent._tools import ToolError
-from deskpilot.agent.team import (
+from deskpilot.agent.client._toolcalls import ToolCall, parse_arguments
+from deskpilot.agent.modes.team import (
     COMMANDER_OPERATOR,
     PLANNER_EXECUTOR,
     VARIANTS,
@@ -27,7 +26,13 @@ from deskpilot.agent.team import (
     parse_call,
     resolve_variant,
 )
-from deskpilot.agent.team._common import EXECUTOR_KINDS, PLANNER_KINDS, read_coordinate, read_turns
+from deskpilot.agent.modes.team._common import (
+    EXECUTOR_KINDS,
+    PLANNER_KINDS,
+    read_coordinate,
+    read_turns,
+)
+from deskpilot.agent.tools._core import ToolError
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import validate_chat_request
 

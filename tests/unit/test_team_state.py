@@ -13,10 +13,9 @@ import pytest
 from deskpilot._errors import ActionDeniedError, ConfigError
 from deskpilot.actions import Action
 from deskpilot.agent import load_config
-from deskpilot.agent._modes import register_mode
-from deskpilot.agent._toolcalls import ToolCall
-from deskpilot.agent._tools import ToolContext
-from deskpilot.agent.team import (
+from deskpilot.agent.client._toolcalls import ToolCall
+from deskpilot.agent.modes._registry import register_mode
+from deskpilot.agent.modes.team import (
     MODE,
     VARIANTS,
     ActionRecord,
@@ -34,7 +33,8 @@ from deskpilot.agent.team import (
     resolve_params,
     run_recovery,
 )
-from deskpilot.agent.team._memory import clip
+from deskpilot.agent.modes.team._memory import clip
+from deskpilot.agent.tools._core import ToolContext
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.input import DryBackend, InputController
 
@@ -375,7 +375,7 @@ def test_task_prompt_on_a_real_terminal(typed: bytes, expected: str) -> None:
     import time
 
     code = (
-        "from deskpilot.agent.team import ask_for_task\n"
+        "from deskpilot.agent.modes.team import ask_for_task\n"
         "from deskpilot.errors import ConfigError\n"
         "try:\n    print('TASK=' + repr(ask_for_task()))\n"
         "except ConfigError as exc:\n    print('ERROR', exc)\n"

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from deskpilot.agent._toolcalls import (
+from deskpilot.agent.client._toolcalls import (
     ToolCall,
     extract_think,
     parse_arguments,

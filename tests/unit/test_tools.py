@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from deskpilot.actions import Action, Click, KeyPress
-from deskpilot.agent._tools import (
+from deskpilot.agent.tools._core import (
     ERROR_TYPES,
     NoEffectTracker,
     ToolContext,

@@ -36,7 +36,7 @@ def expected_entry_text(text: str) -> str:
 
 @pytest.fixture
 def app(dpi_awareness: Any, tmp_path: Path) -> Iterator[Any]:
-    from deskpilot.agent._demo import DemoApp
+    from deskpilot.testing._demo import DemoApp
 
     with DemoApp(tmp_path / "events.jsonl") as demo:
         yield demo

@@ -13,16 +13,15 @@ act with adaptive settle, observe), :class:`RunLog` (the run directory), and
 :class:`ModeSpec` to add a mode.
 """
 
-from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig, load_config, register_section, setting
-from deskpilot.agent._history import History
-from deskpilot.agent._modes import ModeSpec
 from deskpilot.agent._run import RunResult, run_agent, run_agent_async
-from deskpilot.agent._runlog import RunLog, iter_turns, load_summary, validate_run_dir
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import Screen, Shot
 from deskpilot.agent._session import ModeResult, Observation, Session, Turn
-from deskpilot.agent._tools import (
+from deskpilot.agent.client._chat import ChatClient, Completion
+from deskpilot.agent.client._history import History
+from deskpilot.agent.modes._registry import ModeSpec
+from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
     ToolOutcome,
@@ -32,6 +31,7 @@ from deskpilot.agent._tools import (
     ok_payload,
     toolset,
 )
+from deskpilot.rundir._writer import RunLog, iter_turns, load_summary, validate_run_dir
 
 __all__ = [
     "AgentConfig",

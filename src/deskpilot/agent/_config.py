@@ -134,7 +134,7 @@ class ModelSettings:
     )
     server: str = setting(
         "auto", env="LMSTUDIO_SERVER", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
-        help="server profile (deskpilot.agent._servers): auto picks one from the endpoint and learns from errors",
+        help="server profile (deskpilot.agent.client._servers): auto picks one from the endpoint and learns from errors",
     )
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from deskpilot._untrusted import terminal_text
 from deskpilot.agent._timings import OVERHEAD, PHASES
-from deskpilot.agent._tools import toolset_label
+from deskpilot.agent.tools._core import toolset_label
 
 __all__ = ["ConsoleReporter", "format_action", "phase_table"]
 

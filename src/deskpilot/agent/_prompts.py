@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from deskpilot.agent._tools import Tool, ToolSet
+from deskpilot.agent.tools._core import Tool, ToolSet
 
 __all__ = ["SECURITY_NOTE", "load_prompt", "observation_text", "system_prompt"]
 

@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 
 from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._exchange_log import ExchangeLog
-from deskpilot.agent._runlog import RunLog, RunLogError, dumps_json
+from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._files import EXCHANGE_FILE, EXECUTION_LOG_FILE, TURNS_FILE
+from deskpilot.rundir._writer import RunLog, RunLogError, dumps_json
 from deskpilot.safety import RedactOptions, SafetySettings, redact, redact_text
 from deskpilot.safety._redact import TypedTexts, typing_tool_names
 
@@ -120,7 +121,7 @@ def mask_pieces(value: Any, pieces: list[str]) -> Any:
 def scrub_run_files(runlog: RunLog, pieces: list[str]) -> None:
     """Lines written before a split secret was recognised hold its earlier pieces: rewrite
     those files with them redacted (atomically; a file that cannot be rewritten is noted)."""
-    for name in ("turns.jsonl", "exchange.jsonl", "execution_log.txt"):
+    for name in (TURNS_FILE, EXCHANGE_FILE, EXECUTION_LOG_FILE):
         path = runlog.path / name
         try:
             data = path.read_bytes()

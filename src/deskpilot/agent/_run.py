@@ -40,9 +40,7 @@ from deskpilot._errors import (
     RunInterrupted,
 )
 from deskpilot._version import __version__
-from deskpilot.agent._client import ChatClient
 from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._exchange_log import ExchangeLog
 from deskpilot.agent._limits import RunLimits, resolve_limits
 from deskpilot.agent._redaction import (
     RedactingExchangeLog,
@@ -50,13 +48,15 @@ from deskpilot.agent._redaction import (
     redact_options,
     scrub_run_files,
 )
-from deskpilot.agent._runlog import RunLog, RunLogError
 from deskpilot.agent._scenarios import Scenario
 from deskpilot.agent._screen import CapturerScreen, Screen
 from deskpilot.agent._session import ModeResult, NullReporter, Reporter, Session, ThreadBound
 from deskpilot.agent._settle import DamageSource
-from deskpilot.agent._toolcalls import strip_think
-from deskpilot.agent._tools import Hands, ToolContext
+from deskpilot.agent.client._chat import ChatClient
+from deskpilot.agent.client._toolcalls import strip_think
+from deskpilot.agent.tools._core import Hands, ToolContext
+from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._writer import RunLog, RunLogError
 from deskpilot.safety import PolicySettings, SafetyGuard, SafetySettings, Trip
 from deskpilot.safety._policy import ConfirmPrompt
 
@@ -581,7 +581,7 @@ class _Run:
             scrub_run_files(runlog, self.redaction.secret_pieces)
         if config.run.lmstudio_logs != "off":
             _phase("exporting the LM Studio logs")
-            from deskpilot.agent._lmstudio_logs import export_lmstudio_logs
+            from deskpilot.agent.client._lmstudio_logs import export_lmstudio_logs
 
             exported = export_lmstudio_logs(
                 runlog.path,
@@ -635,7 +635,7 @@ async def run_agent_async(
     answers the policy's confirm questions instead of the terminal (a replay answers
     them as recorded).
     """
-    from deskpilot.agent._modes import get_mode
+    from deskpilot.agent.modes._registry import get_mode
 
     text, scenario = _describe_task(task)
     mode_spec = get_mode(config.agent.mode)

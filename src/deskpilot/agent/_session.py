@@ -51,20 +51,10 @@ from typing import Any, Protocol, TypeVar
 from deskpilot import imaging
 from deskpilot._errors import ModelHTTPError
 from deskpilot._untrusted import token_count
-from deskpilot.agent._client import ChatClient, Completion
 from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._history import (
-    TEXT_BYTES_PER_TOKEN,
-    History,
-    Prefill,
-    image_token_rule,
-    png_data_url,
-)
 from deskpilot.agent._limits import RunLimits
 from deskpilot.agent._redaction import RunRedaction
-from deskpilot.agent._runlog import RunLog
 from deskpilot.agent._screen import Probe, Screen, Shot, change_box, expand_rect
-from deskpilot.agent._servers import ServerProfile
 from deskpilot.agent._settle import (
     DamageSource,
     SettlePolicy,
@@ -73,8 +63,17 @@ from deskpilot.agent._settle import (
     settle_on_damage,
 )
 from deskpilot.agent._timings import OVERHEAD, TurnTimer, summarize
-from deskpilot.agent._toolcalls import ToolCall, strip_think
-from deskpilot.agent._tools import (
+from deskpilot.agent.client._chat import ChatClient, Completion
+from deskpilot.agent.client._history import (
+    TEXT_BYTES_PER_TOKEN,
+    History,
+    Prefill,
+    image_token_rule,
+    png_data_url,
+)
+from deskpilot.agent.client._servers import ServerProfile
+from deskpilot.agent.client._toolcalls import ToolCall, strip_think
+from deskpilot.agent.tools._core import (
     NoEffectTracker,
     ToolContext,
     ToolOutcome,
@@ -84,6 +83,7 @@ from deskpilot.agent._tools import (
 )
 from deskpilot.geometry import Box
 from deskpilot.geometry import Mapping as GeoMapping
+from deskpilot.rundir._writer import RunLog
 from deskpilot.safety import SafetyGuard, redact_text
 
 __all__ = [
@@ -266,7 +266,7 @@ class Session:
         #: Tokens per image for the prefill accounting (None: the model's rule is unknown).
         self._image_tokens = image_token_rule(config.model.model)
         #: Per request: images / image tokens / text tokens a prefix cache cannot reuse,
-        #: and images in context (see :class:`~deskpilot.agent._history.Prefill`).
+        #: and images in context (see :class:`~deskpilot.agent.client._history.Prefill`).
         self.prefills: list[Prefill] = []
 
     @property

@@ -93,8 +93,8 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._demo import DemoResult, run_demo, virtual_display
     from deskpilot.agent._session import NullReporter
+    from deskpilot.testing._demo import DemoResult, run_demo, virtual_display
 
     use_builtin = args.endpoint is None
     console = Console(highlight=False)
@@ -148,7 +148,7 @@ def handle(args: argparse.Namespace) -> int:
                 f"{result.run.summary.get('steps')} steps · {result.run.run_dir}"
             )
     if args.json_summary:
-        from deskpilot.agent._runlog import dumps_json
+        from deskpilot.rundir._writer import dumps_json
 
         payload: Any = [{**r.run.summary, "demo_checks": r.checks} for _, r in results]
         sys.stdout.write(
@@ -161,7 +161,7 @@ def _title(config: Any) -> str:
     mode = str(config.agent.mode)
     if mode != "team":
         return f"{mode} mode"
-    from deskpilot.agent.team import TeamSettings, resolve_variant
+    from deskpilot.agent.modes.team import TeamSettings, resolve_variant
 
     variant = resolve_variant(config.section(TeamSettings).variant)
     return f"team mode, {variant.planner_role}/{variant.executor_role}"

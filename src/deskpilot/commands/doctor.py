@@ -204,7 +204,7 @@ def image_check(expected: str, answer: str, ms: float) -> Check:
 
 def _answer_text(completion: Any) -> str:
     """The colour the model reported: report_color's argument, else its text."""
-    from deskpilot.agent._toolcalls import strip_think
+    from deskpilot.agent.client._toolcalls import strip_think
 
     for call in completion.tool_calls:
         if call.name == "report_color":
@@ -214,8 +214,8 @@ def _answer_text(completion: Any) -> str:
 
 
 async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]:
-    from deskpilot.agent._client import ChatClient
-    from deskpilot.agent._history import History
+    from deskpilot.agent.client._chat import ChatClient
+    from deskpilot.agent.client._history import History
 
     checks: list[Check] = []
     model = config.model
@@ -338,7 +338,7 @@ async def _server_context(client: Any, profile: str, models: list[dict[str, Any]
 
 async def _server_checks(client: Any, config: Any) -> list[Check]:
     """Which server this is (the profile), and whether this config's requests fit its context."""
-    from deskpilot.agent._servers import detect_profile
+    from deskpilot.agent.client._servers import detect_profile
 
     checks: list[Check] = []
     models: list[dict[str, Any]] = []

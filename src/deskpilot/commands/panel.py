@@ -41,7 +41,7 @@ class _PanelParser(argparse.ArgumentParser):
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         if not self._stateless_added:
             self._stateless_added = True
-            from deskpilot.agent.stateless import add_arguments
+            from deskpilot.agent.modes.stateless import add_arguments
 
             add_arguments(self.add_argument_group("stateless mode"))  # type: ignore[arg-type]
         return super().parse_known_args(args, namespace)
@@ -76,10 +76,10 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from deskpilot.agent._console import ConsoleReporter
     from deskpilot.agent._run import run_agent
-    from deskpilot.agent._runlog import dumps_json
     from deskpilot.agent._session import NullReporter
-    from deskpilot.agent.stateless import flags
+    from deskpilot.agent.modes.stateless import flags
     from deskpilot.commands.run import config_from_args
+    from deskpilot.rundir._writer import dumps_json
 
     task = " ".join(args.task).strip()
     extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
@@ -107,7 +107,7 @@ def _linger(outcome: str) -> None:
     import signal
     import threading
 
-    from deskpilot.agent.stateless import take_lingering_panels
+    from deskpilot.agent.modes.stateless import take_lingering_panels
 
     panels = take_lingering_panels()
     if not panels:

@@ -95,8 +95,8 @@ def handle(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from deskpilot._errors import DeskpilotError
-    from deskpilot.agent._runlog import dumps_json
     from deskpilot.replay import FrameTolerance, ReplayOptions, format_result, replay_run
+    from deskpilot.rundir._writer import dumps_json
 
     options = ReplayOptions(
         input=args.input,

@@ -128,7 +128,7 @@ def config_from_args(args: argparse.Namespace, extra_flags: dict[str, Any] | Non
     """The AgentConfig for parsed CLI arguments (flags > env > file > defaults)."""
     from deskpilot._errors import ConfigError
     from deskpilot.agent._config import load_config, parse_set_option
-    from deskpilot.agent._modes import discover_modes
+    from deskpilot.agent.modes._registry import discover_modes
 
     discover_modes()  # modes register their config sections
     flags: dict[str, Any] = {}
@@ -159,7 +159,7 @@ class _RunParser(argparse.ArgumentParser):
         if not self._modes_added:
             self._modes_added = True
             try:
-                from deskpilot.agent._modes import discover_modes
+                from deskpilot.agent.modes._registry import discover_modes
 
                 for spec in discover_modes().values():
                     if spec.add_arguments is not None:
@@ -191,7 +191,7 @@ def register(subparsers: Any) -> None:
 
 
 def _mode_flags(args: argparse.Namespace) -> dict[str, Any]:
-    from deskpilot.agent._modes import discover_modes
+    from deskpilot.agent.modes._registry import discover_modes
 
     flags: dict[str, Any] = {}
     for spec in discover_modes().values():
@@ -204,9 +204,9 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot._errors import ConfigError
     from deskpilot.agent._console import ConsoleReporter
     from deskpilot.agent._run import run_agent
-    from deskpilot.agent._runlog import dumps_json
     from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
     from deskpilot.agent._session import NullReporter
+    from deskpilot.rundir._writer import dumps_json
 
     config = config_from_args(args, _mode_flags(args))
     ref = args.scenario or " ".join(args.task).strip()

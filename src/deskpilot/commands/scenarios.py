@@ -30,8 +30,8 @@ def handle(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from deskpilot.agent._config import load_config
-    from deskpilot.agent._runlog import dumps_json
     from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
+    from deskpilot.rundir._writer import dumps_json
 
     flags = {"agent.toolset": args.toolset} if args.toolset else {}
     config = load_config(flags=flags, path=args.config)

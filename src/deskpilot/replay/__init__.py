@@ -1,6 +1,6 @@
 """Replay a recorded run without a model: an offline regression test of the harness.
 
-A run directory (see :mod:`deskpilot.agent._runlog`) holds every answer the model gave
+A run directory (see :mod:`deskpilot.rundir._writer`) holds every answer the model gave
 and every screenshot it was sent. :func:`replay_run` plays those answers back through
 the same client, parser, tools, coordinate mapping and mode as the live run, with a
 local server on 127.0.0.1 standing in for the model, and compares what the replay did
@@ -18,10 +18,10 @@ much. :mod:`deskpilot.replay._compare` defines exactly which fields must be equa
 
 from deskpilot.replay._compare import Divergence
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
-from deskpilot.replay._recording import Recording, RecordingError, load_recording
 from deskpilot.replay._runner import ReplayError, ReplayOptions, ReplayResult, replay_run
 from deskpilot.replay._screen import RecordedScreen
 from deskpilot.replay._table import format_result
+from deskpilot.rundir._reader import Recording, RecordingError, load_recording
 
 __all__ = [
     "Divergence",

@@ -36,8 +36,8 @@ from deskpilot.geometry import Rect
 from deskpilot.replay._compare import CompareRules, Divergence, compare_requests, compare_turns
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
 from deskpilot.replay._policy import END_OF_RECORDING, SCREEN_STOP, ReplayPolicy
-from deskpilot.replay._recording import Recording, load_recording
 from deskpilot.replay._screen import RecordedScreen, decode_png
+from deskpilot.rundir._reader import Recording, load_recording
 
 __all__ = ["ReplayError", "ReplayOptions", "ReplayResult", "replay_run"]
 
@@ -135,7 +135,7 @@ def _recover_masked(recording: Recording, section: str, key: str) -> Any:
 
 def _flags_from_recording(recording: Recording, notes: list[str]) -> dict[str, Any]:
     from deskpilot.agent._config import registered_sections
-    from deskpilot.agent._modes import discover_modes
+    from deskpilot.agent.modes._registry import discover_modes
 
     discover_modes()  # modes register their sections ([team], [stateless], ...)
     sections = registered_sections()

@@ -3,7 +3,7 @@
 :class:`RecordedScreen` is a :class:`deskpilot.agent.Screen`. It does not know about
 turns: the replay server tells it, through :meth:`RecordedScreen.advance`, how many model
 answers have been given, and it shows the first recorded frame captured at or after that
-point (see :meth:`deskpilot.replay._recording.Recording.capture_index`). Between two
+point (see :meth:`deskpilot.rundir._reader.Recording.capture_index`). Between two
 answers the screen is still, so the loop's settle sees two equal probes at once.
 
 Frames are the decoded PNGs the model was sent, so a replayed observation has the same
@@ -14,38 +14,20 @@ from them is documented in :mod:`deskpilot.replay._compare`.
 from __future__ import annotations
 
 import bisect
-import io
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot._errors import ReplayDecodeError
 from deskpilot.agent._screen import Probe, Shot
 from deskpilot.geometry import Mapping, Rect
-from deskpilot.replay._recording import Recording
+from deskpilot.rundir._reader import Recording, decode_png
 
 __all__ = ["RecordedScreen", "decode_png"]
 
 U8 = npt.NDArray[np.uint8]
-
-
-def decode_png(path: Path) -> U8:
-    """An RGB array of a PNG file (Pillow decodes; it is in the ``replay`` extra)."""
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise ReplayDecodeError(
-            'replaying screenshots needs Pillow to decode them: pip install "deskpilot[replay]"'
-        ) from None
-    try:
-        with Image.open(io.BytesIO(path.read_bytes())) as im:
-            return np.ascontiguousarray(np.asarray(im.convert("RGB"), dtype=np.uint8))
-    except (OSError, ValueError) as exc:
-        raise ReplayDecodeError(f"cannot decode {str(path)!r}: {exc}", path=str(path)) from None
 
 
 class RecordedScreen:

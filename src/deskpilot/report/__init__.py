@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from deskpilot.replay._recording import load_recording
 from deskpilot.report._html import render_html
 from deskpilot.report._model import ReportData, build_report_data
+from deskpilot.rundir._reader import load_recording
 
 __all__ = ["ReportData", "build_report_data", "render_report", "write_report"]
 

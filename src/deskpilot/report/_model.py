@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot.actions import Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText, from_record
-from deskpilot.replay._recording import Recording
+from deskpilot.rundir._reader import Recording
 
 __all__ = ["Mark", "ReportData", "TurnView", "build_report_data", "png_size"]
 
@@ -234,7 +234,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _split_think(text: str) -> tuple[str, str]:
-    from deskpilot.agent._toolcalls import extract_think, strip_think
+    from deskpilot.agent.client._toolcalls import extract_think, strip_think
 
     return strip_think(text), extract_think(text)
 

@@ -1,0 +1,47 @@
+"""The run directory: what one agent run leaves on disk, its one format.
+
+The agent writes it (:class:`RunLog`: ``run.json``, ``turns.jsonl``, ``summary.json``,
+screenshots; :class:`ExchangeLog`: ``exchange.jsonl``), replay and the report read it
+(:func:`load_recording`). Files are append-only JSON lines that never end in a partial
+line; the format is public and described in ``docs/run-directory.md``. File names are
+defined once (:mod:`deskpilot.rundir._files`).
+"""
+
+from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._files import (
+    EXCHANGE_FILE,
+    EXECUTION_LOG_FILE,
+    RUN_FILE,
+    STATELESS_FILE,
+    SUMMARY_FILE,
+    TURNS_FILE,
+)
+from deskpilot.rundir._reader import RecordedAnswer, Recording, decode_png, load_recording
+from deskpilot.rundir._writer import (
+    FORMAT_VERSION,
+    LineFile,
+    RunLog,
+    iter_turns,
+    load_summary,
+    validate_run_dir,
+)
+
+__all__ = [
+    "EXCHANGE_FILE",
+    "EXECUTION_LOG_FILE",
+    "FORMAT_VERSION",
+    "RUN_FILE",
+    "STATELESS_FILE",
+    "SUMMARY_FILE",
+    "TURNS_FILE",
+    "ExchangeLog",
+    "LineFile",
+    "RecordedAnswer",
+    "Recording",
+    "RunLog",
+    "decode_png",
+    "iter_turns",
+    "load_recording",
+    "load_summary",
+    "validate_run_dir",
+]

@@ -1,0 +1,155 @@
+"""The import rules of ARCHITECTURE.md, enforced.
+
+Every module of ``src/deskpilot`` belongs to a room (its first package under
+``deskpilot``); rooms stand on floors. A module may import its own room and the rooms
+on lower floors, at the top of the file or inside a function alike (a lazy import is
+still a dependency: it only moves the cost); an import under ``if TYPE_CHECKING:`` names
+a type for an annotation and is no dependency. ``ctypes`` is imported only by the
+platform bindings and the backends that talk to the OS through them. Inside the agent,
+the model client and the tool sets stand below the session and the modes.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "deskpilot"
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "ARCHITECTURE.md"
+
+#: room -> floor (ARCHITECTURE.md, "Floors"). A room imports only rooms on its floor or below.
+FLOORS: dict[str, int] = {
+    "_errors": 0,
+    "errors": 0,
+    "_version": 0,
+    "_untrusted": 0,
+    "_extras": 0,
+    "geometry": 1,
+    "_native": 1,
+    "_win32": 1,
+    "_x11": 1,
+    "imaging": 2,
+    "actions": 2,
+    "capture": 3,
+    "input": 3,
+    "safety": 4,
+    "panel": 4,
+    "rundir": 4,
+    "agent": 5,
+    "testing": 6,
+    "replay": 7,
+    "report": 8,
+    "commands": 9,
+    "cli": 9,
+    "__main__": 9,
+    "__init__": 9,  # the package's own facade re-exports lazily from any room
+}
+
+#: Modules that may import ctypes: the platform bindings and the OS backends built on them.
+CTYPES_ALLOWED = ("_win32/", "_x11/", "capture/_gdi.py", "capture/_mss.py", "input/_xtest.py", "input/_sendinput.py")
+
+
+def _modules() -> Iterator[Path]:
+    yield from sorted(p for p in SRC.rglob("*.py") if "egg-info" not in str(p))
+
+
+def _room(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py") if len(rel.parts) > 1 or rel.name != "__init__.py" else "__init__"
+
+
+def _type_only(tree: ast.Module) -> set[int]:
+    """Ids of the import nodes under ``if TYPE_CHECKING:`` (annotations only: no runtime edge)."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            out.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return out
+
+
+def _imports(path: Path) -> Iterator[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    type_only = _type_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module
+            if node.module == "deskpilot":
+                for alias in node.names:
+                    yield node.lineno, f"deskpilot.{alias.name}"
+
+
+def test_every_room_has_a_floor() -> None:
+    rooms = {_room(p) for p in _modules()}
+    assert rooms <= set(FLOORS), f"rooms without a floor (add them to ARCHITECTURE.md and FLOORS): {sorted(rooms - set(FLOORS))}"
+
+
+def test_no_room_imports_a_higher_floor() -> None:
+    offences = []
+    for path in _modules():
+        room = _room(path)
+        for line, name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "deskpilot" or len(parts) < 2:
+                continue
+            target = parts[1]
+            if target == room or target not in FLOORS:
+                continue
+            if FLOORS[target] > FLOORS[room]:
+                offences.append(f"{path.relative_to(SRC)}:{line}: {room} (floor {FLOORS[room]}) imports {name} (floor {FLOORS[target]})")
+    assert not offences, "imports of a higher floor:\n" + "\n".join(offences)
+
+
+def test_ctypes_only_in_platform_bindings_and_backends() -> None:
+    offences = []
+    for path in _modules():
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(CTYPES_ALLOWED):
+            continue
+        offences += [f"{rel}:{line}: {name}" for line, name in _imports(path) if name.split(".")[0] == "ctypes"]
+    assert not offences, "ctypes outside the platform bindings and backends:\n" + "\n".join(offences)
+
+
+def test_architecture_document_states_these_floors() -> None:
+    """ARCHITECTURE.md's floor table is this test's FLOORS, room for room."""
+    documented: dict[str, int] = {}
+    for line in ARCHITECTURE.read_text(encoding="utf-8").splitlines():
+        match = re.match(r"\| (\d+) \| ([^|]+) \|", line)
+        if match:
+            for room in re.findall(r"`([^`]+)`", match.group(2)):
+                documented[room] = int(match.group(1))
+    expected = {room: floor for room, floor in FLOORS.items() if room != "__init__"}
+    assert documented == expected
+
+
+#: Inside the agent: the model client and the tool sets never reach up into the session,
+#: the run or a mode (a mode is a leaf that only the registry finds by name).
+AGENT_LOWER = ("agent/client/", "agent/tools/")
+AGENT_UPPER = ("deskpilot.agent._session", "deskpilot.agent._run", "deskpilot.agent.modes")
+
+
+def test_the_model_client_and_tool_sets_stand_below_the_session_and_modes() -> None:
+    offences = []
+    for path in _modules():
+        rel = path.relative_to(SRC).as_posix()
+        if not rel.startswith(AGENT_LOWER):
+            continue
+        offences += [
+            f"{rel}:{line}: {name}"
+            for line, name in _imports(path)
+            if name.startswith(AGENT_UPPER) or name in ("deskpilot.agent", "deskpilot.agent.modes")
+        ]
+    assert not offences, "the client or a tool set imports the session, the run or a mode:\n" + "\n".join(offences)
+
+
+@pytest.mark.parametrize("room", ["capture", "imaging", "geometry", "input"])
+def test_the_capture_library_rooms_stand_below_the_agent(room: str) -> None:
+    assert FLOORS[room] < FLOORS["agent"]
