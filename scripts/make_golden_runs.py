@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Regenerate the golden runs in tests/golden/ (replayed by tests/unit/test_replay_golden.py).
+"""Regenerate the golden runs in tests/golden/ (replayed by tests/unit/replay/test_replay_golden.py).
 
     .venv/bin/python scripts/make_golden_runs.py            # all of them
     .venv/bin/python scripts/make_golden_runs.py single_seed000 stateless_flat

@@ -61,17 +61,17 @@ ALLOWED_DLLS = {"kernel32.dll", "msvcrt.dll", "python313.dll", "python3.dll", "u
 AGENT_TESTS = ["tests/windows/test_windows_agent.py"]
 DEFAULT_TESTS = [
     "tests/windows",
-    "tests/unit/test_imaging.py",
-    "tests/unit/test_png.py",
-    "tests/unit/test_overlay.py",
-    "tests/unit/test_cursor.py",
-    "tests/unit/test_geometry.py",
-    "tests/unit/test_keys.py",
-    "tests/unit/test_win32_structs.py",
-    "tests/unit/test_win32_gdi.py",
-    "tests/unit/test_win32_sendinput.py",
-    "tests/unit/test_win32_dpi.py",
-    "tests/unit/test_killswitch_win32.py",
+    "tests/unit/imaging/test_imaging.py",
+    "tests/unit/imaging/test_png.py",
+    "tests/unit/imaging/test_overlay.py",
+    "tests/unit/imaging/test_cursor.py",
+    "tests/unit/geometry/test_geometry.py",
+    "tests/unit/input/test_keys.py",
+    "tests/unit/_win32/test_win32_structs.py",
+    "tests/unit/_win32/test_win32_gdi.py",
+    "tests/unit/_win32/test_win32_sendinput.py",
+    "tests/unit/_win32/test_win32_dpi.py",
+    "tests/unit/safety/test_killswitch_win32.py",
 ]
 TIER_TIMEOUT = 1800  # seconds for the whole pytest run under Wine (one test: pytest-timeout)
 LOGPIXELS = 120  # 125 % display scaling

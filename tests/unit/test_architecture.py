@@ -153,3 +153,19 @@ def test_the_model_client_and_tool_sets_stand_below_the_session_and_modes() -> N
 @pytest.mark.parametrize("room", ["capture", "imaging", "geometry", "input"])
 def test_the_capture_library_rooms_stand_below_the_agent(room: str) -> None:
     assert FLOORS[room] < FLOORS["agent"]
+
+
+UNIT = Path(__file__).resolve().parent
+
+
+def test_unit_tests_mirror_the_package_layout() -> None:
+    """Each folder of tests/unit is a package or module of src/deskpilot (its tests live there); only
+    the tests of the package as a whole (surface, architecture, install, release) sit at the top."""
+    strays = []
+    for path in sorted(UNIT.rglob("test_*.py")):
+        folder = path.parent.relative_to(UNIT)
+        if folder.parts and not ((SRC / folder).is_dir() or (SRC / folder).with_suffix(".py").is_file()):
+            strays.append(str(path.relative_to(UNIT)))
+    assert not strays, "test folders with no package or module of the same path in src/deskpilot: " + ", ".join(strays)
+    folders = {p.parent for p in UNIT.rglob("test_*.py")}
+    assert len(folders) > 10, "the unit tests are grouped by package"

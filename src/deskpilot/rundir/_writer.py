@@ -1,7 +1,7 @@
 """The run directory: an append-only, crash-safe record of one agent run.
 
 Users read this format in ``docs/run-directory.md`` (with what team and stateless mode
-add); keep the two in step (tests/unit/test_runlog.py checks the doc names every key).
+add); keep the two in step (tests/unit/rundir/test_runlog.py checks the doc names every key).
 
 Layout (format version 1)::
 

@@ -17,7 +17,7 @@ from deskpilot.cli import main
 from deskpilot.replay import RecordingError, load_recording
 from deskpilot.report import build_report_data, render_report, write_report
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 RUNS = sorted(p.name for p in GOLDEN.iterdir() if (p / "turns.jsonl").is_file())
 
 

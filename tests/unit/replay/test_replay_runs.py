@@ -24,7 +24,7 @@ from deskpilot.replay._policy import END_OF_RECORDING, ReplayPolicy
 from deskpilot.testing import Fault, ModelServer, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
 def copy(name: str, tmp_path: Path) -> Path:

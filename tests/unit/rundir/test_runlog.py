@@ -94,7 +94,7 @@ def test_the_public_format_doc_names_every_key_the_golden_runs_hold() -> None:
     every key of run.json, summary.json and the turn records of every mode is in it."""
     import json
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     doc = (root / "docs" / "run-directory.md").read_text(encoding="utf-8")
     missing = set()
     for run in sorted((root / "tests" / "golden").iterdir()):

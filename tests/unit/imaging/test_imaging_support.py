@@ -20,7 +20,7 @@ import pytest
 from deskpilot.imaging import _api, _reference
 
 U8 = npt.NDArray[np.uint8]
-CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus"
+CORPUS = Path(__file__).resolve().parents[3] / "benchmarks" / "corpus"
 PURE = os.environ.get("DESKPILOT_PURE", "").strip() not in ("", "0")
 
 

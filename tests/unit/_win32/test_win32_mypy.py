@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FILES = [
     "src/deskpilot/_win32",
     "src/deskpilot/capture/_gdi.py",

@@ -25,7 +25,7 @@ from deskpilot.errors import ModelHTTPError, ModelStreamError
 from deskpilot.testing import Fault, ModelServer, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 
-CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "servers"
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "servers"
 TARGET = [500, 412]  # the simulated desktop's target, 0..1000 of the screen
 
 

@@ -16,7 +16,7 @@ from deskpilot._errors import ConfigError
 from deskpilot.imaging import OverlayStyle
 from deskpilot.panel import parse_color, style_from_ui_config, style_to_ui_config
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from deskpilot.actions import (
 from deskpilot.errors import ArgumentError, DeskpilotError, UnknownKeyError
 from deskpilot.geometry import Box
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 
 
 def recorded_actions() -> list[bytes]:

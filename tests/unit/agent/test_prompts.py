@@ -75,7 +75,7 @@ def test_model_format_sets_bring_their_trained_prompts() -> None:
 
 # ---------------------------------------------------------------------- prompt files
 
-PROMPT_DIR = Path(__file__).resolve().parents[2] / "src" / "deskpilot" / "agent" / "prompts"
+PROMPT_DIR = Path(__file__).resolve().parents[3] / "src" / "deskpilot" / "agent" / "prompts"
 
 
 def test_every_prompt_file_is_read_by_a_mode() -> None:

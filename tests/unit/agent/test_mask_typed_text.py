@@ -22,7 +22,7 @@ from deskpilot.safety._redact import TypedTexts, typed_texts_in, typing_tool_nam
 from deskpilot.testing import Fault, ModelServer, RecordedRequest, Reply, ScriptedPolicy
 from deskpilot.testing._desktop import SimulatedDesktop
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 TYPED = "Zebra crossing 42"  # in no prompt, task or file name: only where it was typed
 #: Team completions need 100 characters of evidence.
 EVIDENCE = (

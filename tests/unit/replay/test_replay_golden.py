@@ -24,7 +24,7 @@ from deskpilot.agent.tools import _core as _tools
 from deskpilot.geometry import Mapping
 from deskpilot.replay import format_result, load_recording, replay_run
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+GOLDEN = Path(__file__).resolve().parents[2] / "golden"
 RUNS = sorted(p.name for p in GOLDEN.iterdir() if (p / "turns.jsonl").is_file())
 REGENERATE = "\nIf this change of behaviour is intended, regenerate: .venv/bin/python scripts/make_golden_runs.py"
 
