@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import secrets
 import statistics
 import sys
 import tempfile
@@ -282,6 +283,17 @@ def _reply(i: int) -> str:
     )
 
 
+#: How long the engine waits for the page's annotated PNG before it draws natively
+#: (``stateless.annotate_timeout``). The page posts within a second on this machine; a page
+#: that never posts costs this much per turn, and the run is then reported as failed.
+BROWSER_ANNOTATE_TIMEOUT_S = 5.0
+#: Bounds of one loop run, so a benchmark that goes wrong fails with a message instead of
+#: waiting without end: the panel's address must appear in ``stateless.json`` within
+#: PANEL_WAIT_S, and the run ends by itself (``agent.max_seconds``) within LOOP_MAX_S.
+PANEL_WAIT_S = 60.0
+LOOP_MAX_S = 300.0
+
+
 def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
     from deskpilot.agent import iter_turns, load_config, run_agent
     from deskpilot.agent._timings import percentile
@@ -292,6 +304,11 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
     replies = [_reply(i) for i in range(turns)] + [
         '{"observation": "done", "actions": [{"name": "done"}]}'
     ]
+    # The panel requires a token (generated per run by default, and written nowhere the
+    # benchmark can read it): a page opened without it gets 401 on /state, never posts, and
+    # every turn waited the whole annotate_timeout and was drawn natively. So the benchmark
+    # picks the token and opens the page with it (hex: the token's alphabet has no "_").
+    token = secrets.token_hex(16)
     browser = None
     result_box: list[Any] = []
     with ModelServer(ScriptedPolicy(replies), validate=False, keep_images=0) as server:
@@ -302,7 +319,10 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
                 "run.quiet": True,
                 "agent.mode": "stateless",
                 "agent.max_steps": turns + 3,
+                "agent.max_seconds": LOOP_MAX_S,
                 "stateless.annotate": annotate,
+                "stateless.annotate_timeout": BROWSER_ANNOTATE_TIMEOUT_S,
+                "stateless.panel_token": token,
                 "stateless.port": 0,
                 "stateless.capture_scale_percent": 80,
                 "stateless.action_delay_seconds": 0,
@@ -314,14 +334,23 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
             from deskpilot.testing._chromium import Chromium
 
             browser = Chromium()
+        # daemon: should the run outlive every bound below, the error still ends the process
         runner = threading.Thread(
-            target=lambda: result_box.append(run_agent(cfg, "benchmark", handle_signals=False))
+            target=lambda: result_box.append(run_agent(cfg, "benchmark", handle_signals=False)),
+            name="bench-stateless-run",
+            daemon=True,
         )
         runner.start()
         try:
             if browser is not None:
                 url = None
+                deadline = time.monotonic() + PANEL_WAIT_S
                 while url is None and runner.is_alive():
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"stateless run ({annotate}): no panel address in "
+                            f"{work / 'runs'}/*/stateless.json after {PANEL_WAIT_S:.0f} s"
+                        )
                     found = list((work / "runs").glob("*/stateless.json"))
                     if found:
                         import orjson
@@ -329,20 +358,36 @@ def bench_loop(turns: int, annotate: str, work: Path) -> dict[str, Any]:
                         url = orjson.loads(found[0].read_bytes())["panel"]
                     time.sleep(0.02)
                 if url:
-                    browser.open(url + "/")
-            runner.join(600)
+                    browser.open(f"{url}/?token={token}")
+            runner.join(LOOP_MAX_S + 60)
+            if runner.is_alive():
+                raise RuntimeError(
+                    f"stateless run ({annotate}) still running {LOOP_MAX_S + 60:.0f} s after it "
+                    f"started, although agent.max_seconds is {LOOP_MAX_S:.0f}: the loop does not stop"
+                )
         finally:
             if browser is not None:
                 browser.close()
+    if not result_box:
+        raise RuntimeError(
+            f"stateless run ({annotate}) ended without a result (see the traceback above)"
+        )
     result = result_box[0]
     if result.outcome != "answered":
-        raise RuntimeError(f"stateless run ended {result.outcome}: {result.error}")
-    records = [
-        r
-        for r in iter_turns(result.run_dir)
-        if r.get("stage") == "turn" and "overhead" in r.get("timings", {})
-    ]
-    overhead = [r["timings"]["overhead"] for r in records]
+        raise RuntimeError(f"stateless run ({annotate}) ended {result.outcome}: {result.error}")
+    records = [r for r in iter_turns(result.run_dir) if r.get("stage") == "turn"]
+    fallbacks = sum(
+        1 for r in records if (r.get("observation") or {}).get("annotation") == "native_fallback"
+    )
+    if fallbacks:
+        # Overheads of turns drawn natively after a timeout measure the timeout, not the page.
+        raise RuntimeError(
+            f"stateless run ({annotate}): the panel page posted no annotated image on {fallbacks} "
+            f"of {len(records)} turns within {BROWSER_ANNOTATE_TIMEOUT_S} s (drawn natively "
+            f"instead; is the page opened with the panel's token?): the browser figures would "
+            "measure the timeout, not the page"
+        )
+    overhead = [r["timings"]["overhead"] for r in records if "overhead" in r.get("timings", {})]
     return {
         "overhead": overhead,
         "p50": percentile(overhead, 50),
