@@ -18,9 +18,10 @@ from it, ``observation.png_bytes``, the request body's
 ``_bytes`` and the sha256 names of its images): compared only when this process's PNG
 encoder reproduces every recorded screenshot byte for byte (same backend, deflate
 engine and level, and for ISA-L the same instruction set: it picks its matches with
-other instructions on another CPU). Otherwise each image URL is compared by the pixels
-of the screenshot file it names (``<image pixels:DIGEST>``), or as ``<image>`` when no
-file in the run directory has its bytes.
+other instructions on another CPU). Otherwise, in a dry replay, each image URL is
+compared by the pixels of the screenshot file it names (``<image pixels:DIGEST>``), or
+as ``<image>`` when no file in the run directory has its bytes; with real input always
+as ``<image>`` (the live screen is compared with a tolerance instead).
 
 **Screen-derived** (``result.changed``, ``result.changed_region``,
 ``result.pointer_moved_only``, ``result.no_effect_repeats``, ``result.warning``, the same

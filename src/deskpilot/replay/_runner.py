@@ -524,14 +524,17 @@ def _compare(
         ignore_annotation=browser,
     )
     out = compare_turns(recording.records, replayed.records, rules, last_turn=last_turn)
+    by_pixels = not encoding and options.input == "dry"
     out += compare_requests(
         recording.requests_log(),
         replayed.requests_log(),
         encoding=encoding,
         bytes_turns=bytes_turns,
         last_turn=last_turn,
-        recorded_pixels=None if encoding else recording.image_pixels(),
-        replayed_pixels=None if encoding else replayed.image_pixels(),
+        # A dry replay shows the recorded pixels, so an image that differs is a divergence;
+        # with real input the live screen decides (compared with a tolerance instead).
+        recorded_pixels=recording.image_pixels() if by_pixels else None,
+        replayed_pixels=replayed.image_pixels() if by_pixels else None,
     )
     final_turn = last_turn if last_turn is not None else last_recorded
     if recording.complete and options.until is None and policy.stopped is None:
