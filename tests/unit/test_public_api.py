@@ -30,6 +30,7 @@ EXPECTED_ALL: dict[str, list[str]] = {
     "deskpilot.actions": [
         "PASSIVE",
         "Action",
+        "ActionRecord",
         "ArgumentError",
         "Click",
         "Drag",

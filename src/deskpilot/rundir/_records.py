@@ -9,6 +9,8 @@ every record of every golden run against them and that the doc names every key.
 Keys are optional (``total=False``) unless a record always has them (``Required``). A
 value whose vocabulary is open (a tool's result payload, the server's ``usage``, the
 resolved config) stays ``dict[str, Any]``: its keys belong to whoever fills it.
+:class:`ActionRecord` lives in :mod:`deskpilot.actions` (a floor below, beside
+``to_record``); it is one of these records all the same.
 """
 
 # No ``from __future__ import annotations``: TypedDict reads Required[...] from real
@@ -24,6 +26,8 @@ else:  # pragma: no cover - 3.10 has no typing.Required: every key reads as opti
             return item
 
     Required = _Required()
+
+from deskpilot.actions import ActionRecord
 
 __all__ = [
     "ActionRecord",
@@ -46,31 +50,6 @@ __all__ = [
 ]
 
 
-class ActionRecord(TypedDict, total=False):
-    """What :meth:`deskpilot.actions.Action.to_record` returns: the physical action, in
-    pixels of the virtual desktop (key order follows the action's record style)."""
-
-    kind: Required[str]
-    x: int
-    y: int
-    #: ``"pointer"``: a qwen-style click or scroll at wherever the pointer is.
-    at: str
-    button: str
-    count: int
-    label: str
-    hold: str
-    start: list[int]
-    end: list[int]
-    steps: int
-    duration: float
-    dy: int
-    dx: int
-    text: str
-    key: str
-    seconds: float
-    box: list[int]
-
-
 class MappingRecord(TypedDict, total=False):
     """The frame a call's 0..1000 coordinates were read in (``Session.describe``)."""
 
@@ -83,7 +62,7 @@ class MappingRecord(TypedDict, total=False):
 
 class ErrorRecord(TypedDict, total=False):
     type: Required[str]
-    message: str
+    message: str | None
 
 
 class ToolCallRecord(TypedDict, total=False):
@@ -193,6 +172,9 @@ class TeamTurnRecord(TypedDict, total=False):
     plan_kept: bool
     no_plan: int
     report: dict[str, Any]
+    #: The signature of the repeated action without effect, and what was done about it.
+    loop_detected: str
+    recovery: str | dict[str, Any]
 
 
 class ReplyRecord(TypedDict, total=False):
@@ -255,8 +237,8 @@ class TurnRecord(TypedDict, total=False):
     bboxes: list[dict[str, Any]]
     rejected: list[dict[str, Any]]
     source: str
-    raw_png: str
-    annotated_png: str
+    raw_png: str | None
+    annotated_png: str | None
     annotation: str
 
 

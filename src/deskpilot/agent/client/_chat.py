@@ -63,6 +63,7 @@ from deskpilot.agent.client._toolcalls import (
     split_content_tool_calls,
 )
 from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._records import ModelRecord, ModelTimingsRecord
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -106,7 +107,7 @@ class Timings:
     first_tool_call_s: float | None = None
     retry_wait_s: float = 0.0
 
-    def as_dict(self) -> dict[str, float | None]:
+    def as_dict(self) -> ModelTimingsRecord:
         return {
             "ttfb_s": self.ttfb_s,
             "total_s": self.total_s,
@@ -139,7 +140,7 @@ class Completion:
     streamed: bool = False
     model: str | None = None
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> ModelRecord:
         """JSON-ready summary for run logs (no raw body)."""
         return {
             "content": self.content,
