@@ -759,7 +759,8 @@ def build_guard(
         config.section(PolicySettings),
         safety,
         max_steps=max_steps,
-        max_seconds=resolve_limits(config).max_seconds,
+        # The kill switch's budget reads 0 as "the hard cap" (its own vocabulary).
+        max_seconds=resolve_limits(config).max_seconds or 0.0,
         watch_backend=None if desktop else _no_desktop,
         window_reader="auto" if desktop else None,
         prompt=prompt,

@@ -187,7 +187,7 @@ def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options:
             "model.retries": 0,
             "model.timeout": options.timeout,
             "agent.mode": recording.mode,
-            "agent.max_seconds": 0.0,
+            "agent.max_seconds": 0.0,  # read as unset: no wall limit but the safety hard cap
             "run.runs_dir": str(runs_dir),
             "run.dump_dir": "",
             "run.save_screenshots": True,

@@ -193,7 +193,7 @@ class ChatClient:
         exchange_log: ExchangeLog | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         parse_content_tool_calls: bool = True,
-        num_ctx: int = 0,
+        num_ctx: int | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if max_response_bytes < 1:
@@ -222,9 +222,9 @@ class ChatClient:
         #: is started that would pass it.
         self.run_deadline: float | None = None
         #: An endpoint ending in ``/api/chat`` is Ollama's native API (:mod:`._ollama`):
-        #: requests are translated, ``num_ctx`` (> 0) is sent as ``options.num_ctx``.
+        #: requests are translated, ``num_ctx`` (unless None) is sent as ``options.num_ctx``.
         self.native_ollama = endpoint.split("?", 1)[0].rstrip("/").endswith("/api/chat")
-        self.num_ctx = int(num_ctx)
+        self.num_ctx = num_ctx
         self._ids = itertools.count(1)
         self._headers = {
             "Content-Type": "application/json",
