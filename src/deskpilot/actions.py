@@ -36,9 +36,19 @@ This module sits at the geometry floor: it imports only :mod:`deskpilot._errors`
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypedDict, cast
+
+if sys.version_info >= (3, 11):
+    from typing import Required
+else:  # pragma: no cover - 3.10 has no typing.Required: every key reads as optional there
+    class _Required:
+        def __getitem__(self, item: Any) -> Any:
+            return item
+
+    Required = _Required()
 
 from deskpilot._errors import ArgumentError, InvalidBoxError, UnknownKeyError
 from deskpilot.geometry import Box, clamp_norm, parse_box
@@ -46,6 +56,7 @@ from deskpilot.geometry import Box, clamp_norm, parse_box
 __all__ = [
     "PASSIVE",
     "Action",
+    "ActionRecord",
     "ArgumentError",
     "Click",
     "Drag",
@@ -69,6 +80,36 @@ __all__ = [
     "text",
 ]
 
+#: What :meth:`Action.to_record` returns: the physical action, in pixels of the virtual
+#: desktop (the turn record's ``"action"``; key order follows the record style). Written
+#: in the call form so that ``Required`` is read at run time here too (this module
+#: postpones its annotations). ``deskpilot.rundir`` holds it with the other records.
+ActionRecord = TypedDict(  # noqa: UP013 - the call form keeps Required real (see above)
+    "ActionRecord",
+    {
+        "kind": Required[str],
+        "x": int,
+        "y": int,
+        # "pointer": a qwen-style click or scroll wherever the pointer is.
+        "at": str,
+        "button": str,
+        "count": int,
+        "label": str,
+        "hold": str,
+        "start": list[int],
+        "end": list[int],
+        "steps": int,
+        "duration": float,
+        "dy": int,
+        "dx": int,
+        "text": str,
+        "key": str,
+        "seconds": float,
+        "box": list[int],
+    },
+    total=False,
+)
+
 #: A physical pixel (x, y) on the virtual desktop.
 Point: TypeAlias = tuple[int, int]
 #: How the record of an action orders its keys (module doc).
@@ -86,7 +127,7 @@ def _point_keys(point: Point | None, style: RecordStyle) -> dict[str, Any]:
 
 def _place(
     kind: str, point: Point | None, rest: dict[str, Any], style: RecordStyle, tail: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> ActionRecord:
     """``kind``, then the point and ``rest`` in the style's order, then ``tail``."""
     record: dict[str, Any] = {"kind": kind}
     where = _point_keys(point, style)
@@ -98,7 +139,8 @@ def _place(
         record |= where
     if tail:
         record |= tail
-    return record
+    # Assembled key by key in the style's order; the keys are ActionRecord's.
+    return cast(ActionRecord, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +159,7 @@ class Click:
 
     kind: Literal["click"] = field(default="click", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         tail: dict[str, Any] = {}
         if self.label is not None:
             tail["label"] = self.label
@@ -134,7 +176,7 @@ class MoveMouse:
 
     kind: Literal["move"] = field(default="move", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "move", "x": self.point[0], "y": self.point[1]}
 
 
@@ -156,13 +198,14 @@ class Drag:
 
     kind: Literal["drag"] = field(default="drag", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {"kind": "drag"}
-        start = {} if self.start is None else {"start": list(self.start)}
+    def to_record(self) -> ActionRecord:
+        record: ActionRecord = {"kind": "drag"}
         if self.style == "qwen":
-            record |= {"end": list(self.end)} | start
-        else:
-            record |= start | {"end": list(self.end)}
+            record["end"] = list(self.end)
+        if self.start is not None:
+            record["start"] = list(self.start)
+        if self.style != "qwen":
+            record["end"] = list(self.end)
         if self.label is not None:
             record["label"] = self.label
         if self.steps is not None:
@@ -185,7 +228,7 @@ class Scroll:
 
     kind: Literal["scroll"] = field(default="scroll", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return _place("scroll", self.point, {"dy": self.dy, "dx": self.dx}, self.style)
 
 
@@ -195,7 +238,7 @@ class TypeText:
 
     kind: Literal["type"] = field(default="type", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "type", "text": self.text}
 
 
@@ -207,7 +250,7 @@ class KeyPress:
 
     kind: Literal["key"] = field(default="key", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "key", "key": self.combo}
 
 
@@ -221,7 +264,7 @@ class Hold:
 
     kind: Literal["hold"] = field(default="hold", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "hold", "key": self.combo, "seconds": self.seconds}
 
 
@@ -233,7 +276,7 @@ class Wait:
 
     kind: Literal["wait"] = field(default="wait", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "wait", "seconds": self.seconds}
 
 
@@ -246,7 +289,7 @@ class Zoom:
 
     kind: Literal["zoom"] = field(default="zoom", init=False, repr=False)
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ActionRecord:
         return {"kind": "zoom", "box": self.box.as_list()}
 
 

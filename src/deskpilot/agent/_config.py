@@ -128,9 +128,9 @@ class ModelSettings:
     retries: int = setting(2, env="LMSTUDIO_RETRIES", minimum=0, maximum=20)
     api_key: str = setting("", env=("LMSTUDIO_API_KEY", "OPENAI_API_KEY"), help="bearer token")
     tool_choice: str = setting("auto", env="LMSTUDIO_TOOL_CHOICE", choices=("auto", "required", "none"))
-    num_ctx: int = setting(
-        0, env="OLLAMA_NUM_CTX", minimum=0,
-        help="Ollama's native /api/chat only: the context length (options.num_ctx); 0 = the server's default",
+    num_ctx: int | None = setting(
+        None, env="OLLAMA_NUM_CTX", minimum=1, legacy_unset=(0,),
+        help="Ollama's native /api/chat only: the context length (options.num_ctx); unset = the server's default",
     )
     server: str = setting(
         "auto", env="LMSTUDIO_SERVER", choices=("auto", "lmstudio", "llamacpp", "ollama", "vllm", "openai"),
@@ -184,7 +184,13 @@ class LoopSettings:
         "extended, qwen (Qwen3-VL computer_use), uitars / uitars-1.0 (UI-TARS action text)",
     )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
-    max_seconds: float = setting(0.0, env="AGENT_MAX_SECONDS", minimum=0.0, help="0 = no wall limit")
+    max_seconds: float | None = setting(
+        None,
+        env="AGENT_MAX_SECONDS",
+        minimum=0.0,
+        legacy_unset=(0.0,),
+        help="wall-time limit; unset = the safety hard cap only ([safety] hard_cap_seconds)",
+    )
     step_delay: float | None = setting(
         None,
         env="AGENT_STEP_DELAY",

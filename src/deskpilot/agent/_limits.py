@@ -4,11 +4,10 @@ A run is bounded by model requests (``max_steps``) and by wall time. The step bo
 comes from, in order: the mode's own bound (team mode resolves its variant's 30 / 50,
 ``team.max_steps`` or an explicit ``agent.max_steps``; see ``team._settings``), an
 explicit ``agent.max_steps``, the scenario's ``max_steps``, the core default. The wall
-time is ``agent.max_seconds``, or the ``[safety] hard_cap_seconds`` when that is 0 (read
-even with the safety layer off: the loop's own timer always bounds a run).
+time is ``agent.max_seconds``, or the ``[safety] hard_cap_seconds`` when that is unset
+(read even with the safety layer off: the loop's own timer always bounds a run).
 
-Config values that mean "unset" (0, -1) are read here and nowhere else in the run's
-wiring, so changing how a setting says "unset" touches this module only.
+Unset settings (``None``) are resolved here and nowhere else in the run's wiring.
 """
 
 from __future__ import annotations
@@ -31,17 +30,17 @@ class RunLimits:
     max_steps: int
     #: Seconds the loop's own timer allows (``max_time`` when it fires).
     wall_seconds: float
-    #: ``agent.max_seconds`` as configured (0: the safety layer's hard cap applies);
+    #: ``agent.max_seconds`` as configured (None: the safety layer's hard cap applies);
     #: the kill switch's budget takes it as given.
-    max_seconds: float
+    max_seconds: float | None
     #: Actions without visible effect in a row before the model is warned.
     no_effect_repeats: int
 
 
 def wall_time_limit(config: AgentConfig) -> float:
     """Seconds the loop's own timer allows the run: ``agent.max_seconds``, or the
-    ``[safety] hard_cap_seconds`` when that is 0 (read even with the safety layer off)."""
-    if config.agent.max_seconds > 0:
+    ``[safety] hard_cap_seconds`` when that is unset (read even with the safety layer off)."""
+    if config.agent.max_seconds is not None:
         return float(config.agent.max_seconds)
     return float(config.section(SafetySettings).hard_cap_seconds)
 

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
@@ -56,6 +56,7 @@ from deskpilot.agent.client._chat import ChatClient
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.tools._core import Hands, ToolContext
 from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._records import Summary
 from deskpilot.rundir._writer import RunLog, RunLogError
 from deskpilot.safety import PolicySettings, SafetyGuard, SafetySettings, Trip
 from deskpilot.safety._policy import ConfirmPrompt
@@ -107,7 +108,7 @@ class RunResult:
     answer: str
     steps: int
     run_dir: Path
-    summary: dict[str, Any]
+    summary: Summary
     error: str | None = None
 
     @property
@@ -257,7 +258,7 @@ class _Run:
         self.hands: Hands | None = None
         self.session: Session | None = None
         #: The summary once written (the finishing steps after the files close need it).
-        self.summary: dict[str, Any] | None = None
+        self.summary: Summary | None = None
 
     # ------------------------------------------------------------------ setup
     async def open(
@@ -472,7 +473,7 @@ class _Run:
             ending.failed(exc, "server_error" if isinstance(exc, ModelStreamError) else "error")
 
     # ------------------------------------------------------------------ finish
-    def finish(self, ending: _Ending) -> dict[str, Any]:
+    def finish(self, ending: _Ending) -> Summary:
         """Write the run's record: the pending turn, then the summary (and show it)."""
         try:
             return self._write_record(ending)
@@ -482,7 +483,7 @@ class _Run:
             self.stop.shutdown.held = True
             raise
 
-    def _write_record(self, ending: _Ending) -> dict[str, Any]:
+    def _write_record(self, ending: _Ending) -> Summary:
         runlog, session = self.runlog, self.session
         if self.guard is not None:
             ending.extra["safety"] = _safety_record(self.guard, session)
@@ -500,7 +501,8 @@ class _Run:
                 outcome=ending.outcome, answer=ending.answer, error=ending.error, extra=ending.extra
             )
         else:
-            summary = {
+            # cast: the mode's extra keys are Summary's too (tests/unit/rundir/test_records.py).
+            summary = cast(Summary, {
                 "task": self.task,
                 "mode": self.mode_name,
                 "outcome": ending.outcome,
@@ -510,7 +512,7 @@ class _Run:
                 "started": round(self.started, 3),
                 "ended": round(time.time(), 3),
                 **ending.extra,
-            }
+            })
         summary["run_dir"] = str(runlog.path)
         runlog.flush()
         failure = runlog.failure
@@ -757,7 +759,8 @@ def build_guard(
         config.section(PolicySettings),
         safety,
         max_steps=max_steps,
-        max_seconds=resolve_limits(config).max_seconds,
+        # The kill switch's budget reads 0 as "the hard cap" (its own vocabulary).
+        max_seconds=resolve_limits(config).max_seconds or 0.0,
         watch_backend=None if desktop else _no_desktop,
         window_reader="auto" if desktop else None,
         prompt=prompt,

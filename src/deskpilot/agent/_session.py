@@ -46,7 +46,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from deskpilot import imaging
 from deskpilot._errors import ModelHTTPError
@@ -83,6 +83,14 @@ from deskpilot.agent.tools._core import (
 )
 from deskpilot.geometry import Box
 from deskpilot.geometry import Mapping as GeoMapping
+from deskpilot.rundir._records import (
+    CallRecord,
+    MappingRecord,
+    ObservationRecord,
+    Summary,
+    ToolCallRecord,
+    TurnRecord,
+)
 from deskpilot.rundir._writer import RunLog
 from deskpilot.safety import SafetyGuard, redact_text
 
@@ -119,9 +127,13 @@ class Turn:
     number: int
     role: str
     timer: TurnTimer = field(default_factory=TurnTimer)
-    record: dict[str, Any] = field(default_factory=dict)
+    #: The turns.jsonl line being built (``turn`` first: the modes fill in the rest).
+    record: TurnRecord = field(init=False)
     reply_at: float | None = None  # perf_counter when the model's answer was complete
     closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.record = {"turn": self.number}
 
 
 @dataclass(slots=True)
@@ -443,7 +455,8 @@ class Session:
                         raise
                     turn.record.setdefault("server_adapted", []).append(lesson)
                     body = build()
-                    turn.record["request"].update(images=history.stats().images_live, bytes=len(body))
+                    request = turn.record["request"]
+                    request["images"], request["bytes"] = history.stats().images_live, len(body)
         finally:
             turn.timer.add("model", (time.perf_counter() - started) * 1000)
             self.steps += 1
@@ -551,7 +564,7 @@ class Session:
         turn.record["settle"] = result.as_dict()
         return result.payload
 
-    def note_cursor_problem(self, record: dict[str, Any], problem: str | None) -> None:
+    def note_cursor_problem(self, record: ObservationRecord, problem: str | None) -> None:
         """Once per run: an observation record says why frames go without the cursor."""
         if problem is not None and not self._cursor_problem_noted:
             self._cursor_problem_noted = True
@@ -724,7 +737,7 @@ class Session:
         encoded, reused = await self._encoded_for(turn, shot)
         unchanged = self.current is not None and self.current.shot.digest == shot.digest and not shot.zoomed
         obs = Observation(shot, encoded.png, encoded.data_url, encoded.screenshot, reused, unchanged)
-        record: dict[str, Any] = {
+        record: ObservationRecord = {
             "screenshot": encoded.screenshot,
             "mapping": self.describe(shot.mapping),
             "digest": f"{encoded.pixels & 0xFFFFFFFFFFFFFFFF:016x}",
@@ -755,8 +768,15 @@ class Session:
             record["sent"] = "image"
         return True
 
-    def describe(self, mapping: GeoMapping) -> dict[str, Any]:
-        return {"monitor": self.ctx.monitor, **mapping.describe()}
+    def describe(self, mapping: GeoMapping) -> MappingRecord:
+        frame = mapping.describe()
+        return {
+            "monitor": self.ctx.monitor,
+            "origin": frame["origin"],
+            "physical_size": frame["physical_size"],
+            "image_size": frame["image_size"],
+            "scale": frame["scale"],
+        }
 
     # ------------------------------------------------------------------ actions
     async def act(self, turn: Turn, call: ToolCall, tools: ToolSet) -> ToolOutcome:
@@ -795,19 +815,23 @@ class Session:
         self._record_call(turn, call, outcome, mapping_used)
         return outcome
 
-    def _record_call(self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: dict[str, Any]) -> None:
-        entry = {"id": call.id, "name": call.name, "arguments": call.arguments}
-        if call.error:
-            entry["raw_arguments"] = call.raw_arguments
+    def _record_call(self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: MappingRecord) -> None:
         if "tool_call" not in turn.record:
+            entry: ToolCallRecord = {"id": call.id, "name": call.name, "arguments": call.arguments}
+            if call.error:
+                entry["raw_arguments"] = call.raw_arguments
             turn.record["tool_call"] = entry
             turn.record["result"] = outcome.payload
             turn.record["action"] = outcome.action_record
             turn.record["mapping"] = mapping
         else:
-            turn.record.setdefault("more_calls", []).append(
-                {**entry, "result": outcome.payload, "action": outcome.action_record, "mapping": mapping}
-            )
+            more: CallRecord = {"id": call.id, "name": call.name, "arguments": call.arguments}
+            if call.error:
+                more["raw_arguments"] = call.raw_arguments
+            more["result"] = outcome.payload
+            more["action"] = outcome.action_record
+            more["mapping"] = mapping
+            turn.record.setdefault("more_calls", []).append(more)
 
     def reject_call(self, turn: Turn, call: ToolCall, payload: dict[str, Any]) -> None:
         """Record a call answered without running (e.g. too_many_tool_calls)."""
@@ -821,9 +845,10 @@ class Session:
                 await asyncio.sleep(seconds)
 
     # ------------------------------------------------------------------ summary
-    def summary(self, *, outcome: str, answer: str, error: str | None, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def summary(self, *, outcome: str, answer: str, error: str | None, extra: Mapping[str, Any] | None = None) -> Summary:
         ended = time.time()
-        return {
+        # cast: a mode's extra keys are Summary's too (tests/unit/rundir/test_records.py).
+        return cast(Summary, {
             "task": self.task,
             "mode": self.mode,
             "model": self.config.model.model,
@@ -845,4 +870,4 @@ class Session:
             "settle_signal": self.settle_signal,
             "prefill": self.prefill_summary(),
             **(dict(extra) if extra else {}),
-        }
+        })

@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
+from deskpilot.rundir._records import SettleRecord
+
 __all__ = ["DamageSource", "SettlePolicy", "SettleResult", "settle", "settle_on_damage"]
 
 T = TypeVar("T")
@@ -62,8 +64,8 @@ class SettleResult(Generic[T]):
     waited_s: float
     damage: int | None = None  # damage notifications seen (None: settled by polling)
 
-    def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
+    def as_dict(self) -> SettleRecord:
+        out: SettleRecord = {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
         if self.damage is not None:
             out["damage"] = self.damage
         return out

@@ -41,7 +41,7 @@ def handle(args: argparse.Namespace) -> int:
     size = path.stat().st_size
     state = "partial record" if recording.partial else recording.outcome or "unknown outcome"
     print(f"deskpilot report: {path} ({size / 1024:.0f} KiB, {len(recording.turns())} turns, {state})")
-    prefill = (recording.summary or {}).get("prefill")
+    prefill = (recording.summary.get("prefill") if recording.summary else None)
     if isinstance(prefill, dict):
         # What a prefix-caching server had to process anew per turn (see the report's table).
         tokens = prefill.get("image_tokens_per_turn")

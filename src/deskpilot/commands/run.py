@@ -55,7 +55,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
     g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
     g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")
-    g.add_argument("--max-seconds", dest="max_seconds", type=float, help="wall-time limit, 0 = none (AGENT_MAX_SECONDS)")
+    g.add_argument("--max-seconds", dest="max_seconds", type=float, help="wall-time limit; unset = the safety hard cap only (AGENT_MAX_SECONDS)")
     g.add_argument("--stream", dest="stream", action="store_true", default=None, help="SSE streaming (LMSTUDIO_STREAM)")
     g.add_argument("--no-stream", dest="stream", action="store_false", help="one JSON answer per request")
     g.add_argument("--settle", choices=("adaptive", "fixed", "none"), help="wait for the screen: adaptive (default) or the seeds' fixed delays")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
 from deskpilot.replay._policy import END_OF_RECORDING, SCREEN_STOP, ReplayPolicy
 from deskpilot.replay._screen import RecordedScreen, decode_png
 from deskpilot.rundir._reader import Recording, load_recording
+from deskpilot.rundir._records import TurnRecord
 
 __all__ = ["ReplayError", "ReplayOptions", "ReplayResult", "replay_run"]
 
@@ -78,8 +79,8 @@ class ReplayResult:
     divergences: list[Divergence]
     screen_checks: list[ScreenCheck]
     notes: list[str]
-    recorded_turns: list[dict[str, Any]]
-    replayed_turns: list[dict[str, Any]]
+    recorded_turns: list[TurnRecord]
+    replayed_turns: list[TurnRecord]
     stopped: str | None = None
 
     @property
@@ -127,7 +128,8 @@ def _recover_masked(recording: Recording, section: str, key: str) -> Any:
         return None
     turns = {r["turn"]: r for r in recording.turns()}
     for turn, body in sorted(recording.requests_log().items()):
-        role = str(turns.get(turn, {}).get("role") or "agent")
+        record = turns.get(turn)
+        role = str((record.get("role") if record else None) or "agent")
         if role in roles and isinstance(body.get("max_tokens"), int):
             return body["max_tokens"]
     return None
@@ -185,7 +187,7 @@ def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options:
             "model.retries": 0,
             "model.timeout": options.timeout,
             "agent.mode": recording.mode,
-            "agent.max_seconds": 0.0,
+            "agent.max_seconds": 0.0,  # read as unset: no wall limit but the safety hard cap
             "run.runs_dir": str(runs_dir),
             "run.dump_dir": "",
             "run.save_screenshots": True,
@@ -194,7 +196,7 @@ def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options:
             "run.quiet": True,
         }
     )
-    max_steps = (recording.summary or {}).get("max_steps")
+    max_steps = recording.summary.get("max_steps") if recording.summary else None
     if isinstance(max_steps, int) and max_steps > 0:
         flags["agent.max_steps"] = max_steps  # the bound the run used (scenario or mode default)
     if options.input == "dry":
@@ -225,7 +227,7 @@ def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options:
             notes.append("the run drew overlays in the browser panel: the replay draws them natively")
         if not flags.get("stateless.boot_enabled", True):
             first = next((t for t in recording.turns() if t.get("turn") == 1), None)
-            text = ((first or {}).get("reply") or {}).get("text")
+            text = ((first.get("reply") if first else None) or {}).get("text")
             if isinstance(text, str):
                 flags["stateless.boot_enabled"] = True
                 flags["stateless.boot_vlm_output"] = text
@@ -344,7 +346,7 @@ def _recorded_confirmations(recording: Recording, notes: list[str]) -> Callable[
     """Answers the policy's confirm questions as the user did in the recorded run, in
     order (``summary.safety.confirmations``): no terminal is asked during a replay, and
     a question the recording did not answer is answered no (and noted)."""
-    safety = (recording.summary or {}).get("safety") or {}
+    safety = (recording.summary.get("safety") if recording.summary else None) or {}
     recorded = safety.get("confirmations") if isinstance(safety, dict) else None
     answers = [bool(c.get("confirmed")) for c in recorded or [] if isinstance(c, dict)]
     pending = iter(answers)
@@ -537,20 +539,23 @@ def _compare(
         replayed_pixels=replayed.image_pixels() if by_pixels else None,
     )
     final_turn = last_turn if last_turn is not None else last_recorded
+    # Either summary may be missing (a torn recording, a replay that crashed): read as empty.
+    recorded_summary: Mapping[str, Any] = recording.summary or {}
+    replayed_summary: Mapping[str, Any] = replayed.summary or {}
     if recording.complete and options.until is None and policy.stopped is None:
-        outcome = (replayed.summary or {}).get("outcome")
+        outcome = replayed_summary.get("outcome")
         if outcome != recording.outcome:
-            error = (replayed.summary or {}).get("error") or ""
+            error = replayed_summary.get("error") or ""
             if END_OF_RECORDING in str(error):
                 error = "the replay asked the model for more than the recording holds"
             out.append(Divergence(final_turn, "outcome", recording.outcome, f"{outcome} {error}".strip(), "flow"))
-        elif (replayed.summary or {}).get("answer") != (recording.summary or {}).get("answer"):
+        elif replayed_summary.get("answer") != recorded_summary.get("answer"):
             out.append(
                 Divergence(
-                    final_turn, "answer", (recording.summary or {}).get("answer"), (replayed.summary or {}).get("answer"), "flow"
+                    final_turn, "answer", recorded_summary.get("answer"), replayed_summary.get("answer"), "flow"
                 )
             )
-    error = str((replayed.summary or {}).get("error") or "")
+    error = str(replayed_summary.get("error") or "")
     if error and END_OF_RECORDING not in error and SCREEN_STOP not in error and not recording.complete:
         notes.append(f"the replay ended with: {error}")
     out.sort(key=lambda d: (d.turn, d.stage or "", d.path))

@@ -86,8 +86,9 @@ def format_result(result: ReplayResult, *, max_details: int = 50) -> str:
     for turn in sorted(set(recorded) | set(replayed)):
         if result.last_turn is not None and turn > result.last_turn:
             continue
-        rec = recorded.get(turn) or {}
-        rep = replayed.get(turn) or {}
+        # A turn only one side has reads as an empty record on the other.
+        rec: Mapping[str, Any] = recorded.get(turn) or {}
+        rep: Mapping[str, Any] = replayed.get(turn) or {}
         paths = by_turn.get(turn, [])
         if paths:
             status = "DIFF " + _short(", ".join(dict.fromkeys(p.split("[")[0] for p in paths)), 48)

@@ -23,12 +23,24 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from deskpilot.actions import Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText, from_record
+from deskpilot.actions import (
+    ActionRecord,
+    Click,
+    Drag,
+    Hold,
+    KeyPress,
+    MoveMouse,
+    Scroll,
+    TypeText,
+    from_record,
+)
 from deskpilot.rundir._reader import Recording
+from deskpilot.rundir._records import RunInfo, TurnRecord
 
 __all__ = ["Mark", "ReportData", "TurnView", "build_report_data", "png_size"]
 
@@ -54,7 +66,7 @@ class CallView:
     name: str
     arguments: Any
     result: Any
-    action: dict[str, Any] | None
+    action: ActionRecord | None
     note: str = ""  # "refused: too_many_tool_calls", ...
 
 
@@ -80,7 +92,7 @@ class TurnView:
     answer: str
     ended_by: str | None
     request: dict[str, Any]
-    record: dict[str, Any]
+    record: TurnRecord
 
 
 @dataclass(slots=True)
@@ -91,8 +103,9 @@ class ReportData:
     outcome: str
     partial: bool
     problems: list[str]
-    summary: dict[str, Any]
-    run_info: dict[str, Any]
+    #: summary.json as read (empty without one).
+    summary: Mapping[str, Any]
+    run_info: RunInfo
     phases: list[dict[str, Any]]  # {"phase", "count", "p50_ms", "p95_ms", "mean_ms", "max_ms", "total_ms"}
     totals: dict[str, Any]
     turns: list[TurnView] = field(default_factory=list)
@@ -209,7 +222,7 @@ def _box_mark(box: Any, size: tuple[int, int] | None, kind: str, label: str = ""
     return Mark(kind, x1 * w / 1000, y1 * h / 1000, x2 * w / 1000, y2 * h / 1000, label=label, index=index)
 
 
-def _call_marks(call: dict[str, Any], action: Any, m: Any, size: tuple[int, int] | None) -> list[Mark]:
+def _call_marks(call: Mapping[str, Any], action: Any, m: Any, size: tuple[int, int] | None) -> list[Mark]:
     out = _physical_marks(action, m)
     args = _dict(call.get("arguments"))
     name = str(call.get("name") or "")
@@ -239,8 +252,8 @@ def _split_think(text: str) -> tuple[str, str]:
     return strip_think(text), extract_think(text)
 
 
-def _phases(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    recorded = (recording.summary or {}).get("phases")
+def _phases(recording: Recording, turns: list[TurnRecord]) -> list[dict[str, Any]]:
+    recorded = recording.summary.get("phases") if recording.summary else None
     if isinstance(recorded, dict) and recorded:
         return [{"phase": name, **stats} for name, stats in recorded.items() if isinstance(stats, dict)]
     from deskpilot.agent._timings import summarize
@@ -250,7 +263,7 @@ def _phases(recording: Recording, turns: list[dict[str, Any]]) -> list[dict[str,
     return [{"phase": s.phase, **s.as_dict()} for s in summarize(clean)]
 
 
-def _totals_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any]:
+def _totals_from_turns(turns: list[TurnRecord]) -> dict[str, Any]:
     """What summary.json would say, counted from the turn records (a crashed run has none)."""
     requests = [_dict(t.get("request")) for t in turns if t.get("request")]
     calls = [
@@ -272,7 +285,7 @@ def _totals_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _prefill_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _prefill_from_turns(turns: list[TurnRecord]) -> dict[str, Any] | None:
     """``summary.prefill`` counted from the turn records (a crashed run has no summary)."""
     rows = [_dict(_dict(t.get("request")).get("prefill")) for t in turns]
     rows = [r for r in rows if r]
@@ -292,7 +305,7 @@ def _prefill_from_turns(turns: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 def build_report_data(recording: Recording) -> ReportData:
     """Everything the HTML report shows (see the module docstring)."""
-    summary = recording.summary or {}
+    summary: Mapping[str, Any] = recording.summary or {}
     turns = sorted(recording.turns(), key=lambda r: int(r["turn"]))
     stateless_mode = recording.mode == "stateless"
     data = ReportData(
@@ -385,7 +398,7 @@ def build_report_data(recording: Recording) -> ReportData:
         reasoning = str(model.get("reasoning") or "")
         if think:
             reasoning = f"{reasoning}\n\n{think}".strip()
-        after = (obs or {}).get("screenshot") if obs else None
+        after = (obs.get("screenshot") if obs else None) if obs else None
         timings = {k: float(v) for k, v in _dict(record.get("timings")).items() if isinstance(v, (int, float))}
         data.turns.append(
             TurnView(

@@ -17,6 +17,15 @@ from deskpilot.rundir._files import (
     TURNS_FILE,
 )
 from deskpilot.rundir._reader import RecordedAnswer, Recording, decode_png, load_recording
+from deskpilot.rundir._records import (
+    ActionRecord,
+    MappingRecord,
+    ModelRecord,
+    ObservationRecord,
+    RunInfo,
+    Summary,
+    TurnRecord,
+)
 from deskpilot.rundir._writer import (
     FORMAT_VERSION,
     LineFile,
@@ -34,11 +43,18 @@ __all__ = [
     "STATELESS_FILE",
     "SUMMARY_FILE",
     "TURNS_FILE",
+    "ActionRecord",
     "ExchangeLog",
     "LineFile",
+    "MappingRecord",
+    "ModelRecord",
+    "ObservationRecord",
     "RecordedAnswer",
     "Recording",
+    "RunInfo",
     "RunLog",
+    "Summary",
+    "TurnRecord",
     "decode_png",
     "iter_turns",
     "load_recording",

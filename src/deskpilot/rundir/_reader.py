@@ -25,7 +25,7 @@ import io
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,7 @@ from deskpilot.rundir._files import (
     SUMMARY_FILE,
     TURNS_FILE,
 )
+from deskpilot.rundir._records import ModelRecord, RunInfo, Summary, TurnRecord
 
 __all__ = ["RecordedAnswer", "Recording", "RecordingError", "decode_png", "load_recording"]
 
@@ -143,9 +144,9 @@ class Recording:
     """Everything read from one run directory (see the module docstring)."""
 
     path: Path
-    run_info: dict[str, Any]
-    summary: dict[str, Any] | None
-    records: list[dict[str, Any]]  # every turns.jsonl line, in file order
+    run_info: RunInfo
+    summary: Summary | None
+    records: list[TurnRecord]  # every turns.jsonl line, in file order
     exchanges: list[dict[str, Any]]
     stateless: dict[str, Any] | None
     problems: list[str] = field(default_factory=list)
@@ -155,18 +156,18 @@ class Recording:
     # ------------------------------------------------------------------ basics
     @property
     def mode(self) -> str:
-        mode = self.run_info.get("mode") or (self.summary or {}).get("mode")
+        mode = self.run_info.get("mode") or (self.summary.get("mode") if self.summary else None)
         if not mode:
             mode = next((r.get("mode") for r in self.records if r.get("mode")), None)
         return str(mode or "single")
 
     @property
     def task(self) -> str:
-        return str(self.run_info.get("task") or (self.summary or {}).get("task") or "")
+        return str(self.run_info.get("task") or (self.summary.get("task") if self.summary else None) or "")
 
     @property
     def outcome(self) -> str | None:
-        value = (self.summary or {}).get("outcome")
+        value = self.summary.get("outcome") if self.summary else None
         return str(value) if value is not None else None
 
     @property
@@ -189,11 +190,11 @@ class Recording:
         value = self.config.get(section, {}).get(key, default) if isinstance(self.config.get(section), dict) else default
         return default if value == "***" else value
 
-    def turns(self) -> list[dict[str, Any]]:
+    def turns(self) -> list[TurnRecord]:
         """The turn records (without stateless mode's per-image ``raw``/``annotated`` lines)."""
         return [r for r in self.records if r.get("stage") in (None, "turn") and isinstance(r.get("turn"), int)]
 
-    def stage_records(self, stage: str) -> dict[int, dict[str, Any]]:
+    def stage_records(self, stage: str) -> dict[int, TurnRecord]:
         return {r["turn"]: r for r in self.records if r.get("stage") == stage and isinstance(r.get("turn"), int)}
 
     def resolve(self, name: str | None) -> Path | None:
@@ -244,7 +245,7 @@ class Recording:
         return out
 
     # ------------------------------------------------------------------ screenshots
-    def raw_frame(self, record: dict[str, Any]) -> tuple[str | None, bool]:
+    def raw_frame(self, record: TurnRecord) -> tuple[str | None, bool]:
         """The captured (un-annotated) frame a turn recorded, and whether it is a zoom crop."""
         obs = record.get("observation")
         if not isinstance(obs, dict):
@@ -253,7 +254,7 @@ class Recording:
             return (obs.get("raw") or None), False
         return (obs.get("screenshot") or None), bool(obs.get("zoomed"))
 
-    def capture_index(self, record: dict[str, Any]) -> int:
+    def capture_index(self, record: TurnRecord) -> int:
         """How many model answers came before this turn's frame was captured.
 
         Single and team modes capture after the turn's own answer (turn 0: before any);
@@ -340,7 +341,7 @@ def _answer_from_exchange(record: dict[str, Any], index: int, turn: int, role: s
     )
 
 
-def _answer_from_model_record(model: dict[str, Any], index: int, turn: int, role: str) -> RecordedAnswer:
+def _answer_from_model_record(model: ModelRecord, index: int, turn: int, role: str) -> RecordedAnswer:
     calls = model.get("tool_calls") or []
     content = model.get("content")
     native: list[dict[str, Any]] = []
@@ -401,7 +402,17 @@ def load_recording(run_dir: str | os.PathLike[str]) -> Recording:
     stateless_problems: list[str] = []
     stateless = _read_json(path / STATELESS_FILE, stateless_problems) if (path / STATELESS_FILE).exists() else None
     problems.extend(stateless_problems)
-    recording = Recording(path, run_info, summary, records, exchanges, stateless, problems)
+    # The files are read as the records' types say; a foreign or torn file's odd values
+    # are the readers' to doubt (they check with isinstance/.get, as before).
+    recording = Recording(
+        path,
+        cast(RunInfo, run_info),
+        cast("Summary | None", summary),
+        cast("list[TurnRecord]", records),
+        exchanges,
+        stateless,
+        problems,
+    )
     if summary is not None and summary.get("outcome") == "running":
         problems.append("summary.json says the run is still running: it stopped without closing its record")
     for record in recording.turns():

@@ -2,6 +2,8 @@
 
 Users read this format in ``docs/run-directory.md`` (with what team and stateless mode
 add); keep the two in step (tests/unit/rundir/test_runlog.py checks the doc names every key).
+The records' types (:mod:`deskpilot.rundir._records`) are the same schema for the code;
+tests/unit/rundir/test_records.py checks the golden runs and the doc against them.
 
 Layout (format version 1)::
 
@@ -106,15 +108,16 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from deskpilot._errors import RunLogError
 from deskpilot._untrusted import scrub_surrogates
 from deskpilot.rundir._files import EXCHANGE_FILE, RUN_FILE, SUMMARY_FILE, TURNS_FILE
+from deskpilot.rundir._records import RunInfo, Summary, TurnRecord
 
 __all__ = [
     "FORMAT_VERSION",
@@ -434,11 +437,11 @@ class RunLog:
             self.fail(exc)
             raise
 
-    def write_turn(self, record: dict[str, Any]) -> dict[str, Any]:
+    def write_turn(self, record: TurnRecord) -> TurnRecord:
         """Queue one turns.jsonl line; the writer flushes and fsyncs after it. Returns
         the record as written (redacted when a redactor is set; ``record`` is not changed)."""
         if self.redactor is not None:
-            record = self.redactor(record)
+            record = cast(TurnRecord, self.redactor(record))
         line = dumps_json({"v": FORMAT_VERSION, **record}) + b"\n"
         self.turns_written += 1
 
@@ -466,22 +469,24 @@ class RunLog:
         For files no writer has open any more: call it after :meth:`close`."""
         _atomic_write(self.path / name, data)
 
-    def write_run_info(self, info: dict[str, Any]) -> None:
-        self.write_json(RUN_FILE, {"v": FORMAT_VERSION, **info})
+    def write_run_info(self, info: RunInfo) -> None:
+        record: RunInfo = {"v": FORMAT_VERSION, **info}
+        self.write_json(RUN_FILE, record)
 
-    def write_summary(self, summary: dict[str, Any]) -> None:
+    def write_summary(self, summary: Summary) -> None:
         """Write summary.json; when the disk refuses it, still say what happened if any
         byte can be written: compact, then only the essentials, each first atomically and
         then in place of the old summary (whose blocks are already allocated)."""
-        record = {"v": FORMAT_VERSION, "run_dir": str(self.path), **summary}
+        record: Summary = {"v": FORMAT_VERSION, "run_dir": str(self.path), **summary}
         try:
             self.write_json(SUMMARY_FILE, record)
             return
         except RunLogError as exc:
             failure = exc
         if self.redactor is not None:
-            record = self.redactor(record)
-        essentials = {k: record[k] for k in _SUMMARY_ESSENTIALS if k in record}
+            record = cast(Summary, self.redactor(record))
+        written: Mapping[str, Any] = record
+        essentials = {k: written[k] for k in _SUMMARY_ESSENTIALS if k in written}
         path = self.path / SUMMARY_FILE
         for data in (dumps_json(record), dumps_json(essentials)):
             for write in (_atomic_write, _overwrite):
@@ -520,7 +525,7 @@ class RunLog:
 # ---------------------------------------------------------------------- reading
 
 
-def iter_turns(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+def iter_turns(run_dir: str | os.PathLike[str]) -> Iterator[TurnRecord]:
     """Parse ``turns.jsonl`` line by line; a bad line raises :class:`RunLogError`."""
     path = Path(run_dir) / TURNS_FILE
     try:
@@ -537,10 +542,10 @@ def iter_turns(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
                 raise RunLogError(f"{path}:{number}: not JSON: {exc}", path=str(path), line=number) from None
             if not isinstance(record, dict):
                 raise RunLogError(f"{path}:{number}: a record must be an object", path=str(path), line=number)
-            yield record
+            yield cast(TurnRecord, record)
 
 
-def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
+def load_summary(run_dir: str | os.PathLike[str]) -> Summary:
     path = Path(run_dir) / SUMMARY_FILE
     try:
         data = orjson.loads(path.read_bytes())
@@ -548,7 +553,7 @@ def load_summary(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise RunLogError(f"cannot read {str(path)!r}: {exc}", path=str(path)) from None
     if not isinstance(data, dict):
         raise RunLogError(f"{path}: summary must be an object", path=str(path))
-    return data
+    return cast(Summary, data)
 
 
 def validate_run_dir(run_dir: str | os.PathLike[str]) -> list[str]:

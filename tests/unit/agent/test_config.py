@@ -238,6 +238,22 @@ def test_step_delay_is_unset_by_default_and_the_old_minus_1_means_unset() -> Non
         cfg(flags={"agent.step_delay": -0.5})
 
 
+def test_max_seconds_and_num_ctx_are_unset_by_default_and_the_old_0_means_unset() -> None:
+    c = cfg()
+    assert c.agent.max_seconds is None and c.model.num_ctx is None
+    assert c.as_dict()["agent"]["max_seconds"] is None and c.as_dict()["model"]["num_ctx"] is None
+    # An older run.json, config file or environment said "unset" with 0.
+    old = cfg(flags={"agent.max_seconds": 0.0, "model.num_ctx": 0})
+    assert old.agent.max_seconds is None and old.model.num_ctx is None
+    env = cfg(env={"AGENT_MAX_SECONDS": "0", "OLLAMA_NUM_CTX": "0"})
+    assert env.agent.max_seconds is None and env.model.num_ctx is None
+    assert cfg(env={"AGENT_MAX_SECONDS": "none", "OLLAMA_NUM_CTX": ""}).model.num_ctx is None
+    given = cfg(env={"AGENT_MAX_SECONDS": "90", "OLLAMA_NUM_CTX": "32768"})
+    assert (given.agent.max_seconds, given.model.num_ctx) == (90.0, 32768)
+    with pytest.raises(ConfigError, match="below the minimum"):
+        cfg(flags={"agent.max_seconds": -1.0})
+
+
 @dataclass(frozen=True, slots=True)
 class _LegacySettings:
     limit: int | None = setting(None, env="LEGACY_LIMIT", minimum=1, legacy_unset=(0,))

@@ -108,7 +108,7 @@ def test_limits_resolve_the_step_bound_in_one_order(tmp_path: Path) -> None:
 def test_limits_wall_time_falls_back_to_the_hard_cap() -> None:
     plain = load_config(env={}, search_default=False)
     limits = resolve_limits(plain)
-    assert limits.max_seconds == 0 and limits.wall_seconds == 3600
+    assert limits.max_seconds is None and limits.wall_seconds == 3600  # unset: the hard cap
     timed = resolve_limits(load_config(flags={"agent.max_seconds": 12}, env={}, search_default=False))
     assert timed.max_seconds == timed.wall_seconds == 12
 

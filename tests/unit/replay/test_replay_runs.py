@@ -255,3 +255,22 @@ def test_older_runs_recorded_unset_settings_as_0_and_minus_1_and_still_replay(tm
     team = replayed["config"]["team"]  # new runs record unset as null
     assert (team["planner_temperature"], team["max_steps"], team["turn_delay"]) == (None, None, 0.0)
     assert replayed["config"]["agent"]["step_delay"] == 0.0  # a dry replay sets the seeds' sleeps to 0
+
+
+def test_older_runs_recorded_no_time_limit_and_the_server_context_as_0_and_still_replay(tmp_path: Path) -> None:
+    # agent.max_seconds and model.num_ctx said "unset" with 0 before they were None (every
+    # golden run was recorded then); given explicitly, the old 0 still loads as unset.
+    run = copy("single_seed000", tmp_path)
+    info = orjson.loads((run / "run.json").read_bytes())
+    assert info["config"]["agent"]["max_seconds"] == 0.0 and info["config"]["model"]["num_ctx"] == 0
+    info["config_sources"].update({key: f"flag {key}" for key in ("agent.max_seconds", "model.num_ctx")})
+    (run / "run.json").write_bytes(orjson.dumps(info))
+    result = replay_run(run, ReplayOptions(out_dir=tmp_path / "replay"))
+    assert result.ok, format_result(result)
+    assert result.replay_dir is not None
+    replayed = orjson.loads((result.replay_dir / "run.json").read_bytes())
+    assert replayed["config"]["agent"]["max_seconds"] is None and replayed["config"]["model"]["num_ctx"] is None
+    # Unset, the kill switch's budget is the hard cap, as it was with the old 0.
+    recorded = orjson.loads((run / "summary.json").read_bytes())["safety"]["budget"]["max_seconds"]
+    summary = orjson.loads((result.replay_dir / "summary.json").read_bytes())
+    assert summary["safety"]["budget"]["max_seconds"] == recorded == 3600.0

@@ -63,6 +63,7 @@ from deskpilot.agent.client._toolcalls import (
     split_content_tool_calls,
 )
 from deskpilot.rundir._exchange import ExchangeLog
+from deskpilot.rundir._records import ModelRecord, ModelTimingsRecord
 
 __all__ = [
     "DEFAULT_ENDPOINT",
@@ -106,7 +107,7 @@ class Timings:
     first_tool_call_s: float | None = None
     retry_wait_s: float = 0.0
 
-    def as_dict(self) -> dict[str, float | None]:
+    def as_dict(self) -> ModelTimingsRecord:
         return {
             "ttfb_s": self.ttfb_s,
             "total_s": self.total_s,
@@ -139,7 +140,7 @@ class Completion:
     streamed: bool = False
     model: str | None = None
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> ModelRecord:
         """JSON-ready summary for run logs (no raw body)."""
         return {
             "content": self.content,
@@ -192,7 +193,7 @@ class ChatClient:
         exchange_log: ExchangeLog | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         parse_content_tool_calls: bool = True,
-        num_ctx: int = 0,
+        num_ctx: int | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if max_response_bytes < 1:
@@ -221,9 +222,9 @@ class ChatClient:
         #: is started that would pass it.
         self.run_deadline: float | None = None
         #: An endpoint ending in ``/api/chat`` is Ollama's native API (:mod:`._ollama`):
-        #: requests are translated, ``num_ctx`` (> 0) is sent as ``options.num_ctx``.
+        #: requests are translated, ``num_ctx`` (unless None) is sent as ``options.num_ctx``.
         self.native_ollama = endpoint.split("?", 1)[0].rstrip("/").endswith("/api/chat")
-        self.num_ctx = int(num_ctx)
+        self.num_ctx = num_ctx
         self._ids = itertools.count(1)
         self._headers = {
             "Content-Type": "application/json",

@@ -84,7 +84,7 @@ def _message(message: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def to_native_request(payload: bytes, *, num_ctx: int = 0) -> bytes:
+def to_native_request(payload: bytes, *, num_ctx: int | None = None) -> bytes:
     """An OpenAI chat-completions body -> the ``/api/chat`` body."""
     body = orjson.loads(payload)
     names: dict[str, str] = {}
@@ -103,7 +103,7 @@ def to_native_request(payload: bytes, *, num_ctx: int = 0) -> bytes:
         options["num_predict"] = limit
     if "top_p" in body:
         options["top_p"] = body["top_p"]
-    if num_ctx > 0:
+    if num_ctx is not None:
         options["num_ctx"] = num_ctx
     if options:
         native["options"] = options

@@ -37,6 +37,8 @@ from typing import Any
 
 import orjson
 
+from deskpilot.rundir._records import ToolCallRecord
+
 __all__ = [
     "CALL_MARKERS",
     "ToolCall",
@@ -144,9 +146,9 @@ class ToolCall:
             "function": {"name": self.name, "arguments": self.raw_arguments},
         }
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ToolCallRecord:
         """A JSON-ready record (for run logs)."""
-        out: dict[str, Any] = {
+        out: ToolCallRecord = {
             "id": self.id,
             "name": self.name,
             "arguments": self.arguments,

@@ -48,7 +48,17 @@ from deskpilot._errors import (
     ToolError,
     UnknownKeyError,
 )
-from deskpilot.actions import Action, Click, Drag, Hold, KeyPress, MoveMouse, Scroll, TypeText
+from deskpilot.actions import (
+    Action,
+    ActionRecord,
+    Click,
+    Drag,
+    Hold,
+    KeyPress,
+    MoveMouse,
+    Scroll,
+    TypeText,
+)
 from deskpilot.geometry import Box, Mapping
 from deskpilot.input import Hands, parse_combo, perform
 
@@ -138,7 +148,7 @@ class ToolOutcome:
         return bool(self.payload.get("ok"))
 
     @property
-    def action_record(self) -> dict[str, Any] | None:
+    def action_record(self) -> ActionRecord | None:
         """The turn record's ``"action"``: :meth:`Action.to_record` of what was performed."""
         return None if self.action is None else self.action.to_record()
 

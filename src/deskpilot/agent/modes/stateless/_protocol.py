@@ -42,6 +42,7 @@ from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.geometry import NORM_MAX
 from deskpilot.imaging._overlay import ActionMark, BoxMark, scroll_words
 from deskpilot.input._keys import parse_combo
+from deskpilot.rundir._records import ReplyRecord
 
 __all__ = [
     "ACTION_NAMES",
@@ -226,7 +227,7 @@ class VlmOutput:
     def done(self) -> bool:
         return any(a.name == "done" for a in self.actions)
 
-    def as_record(self) -> dict[str, Any]:
+    def as_record(self) -> ReplyRecord:
         return {
             "observation": self.observation,
             "bboxes": [b.as_dict() for b in self.bboxes],

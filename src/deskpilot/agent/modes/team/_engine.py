@@ -70,6 +70,7 @@ from deskpilot.agent.modes.team._settings import TeamParams, TeamSettings, resol
 from deskpilot.agent.modes.team._state import REASONS, TeamState
 from deskpilot.agent.modes.team._tools import INSUFFICIENT_EVIDENCE, executor_toolset
 from deskpilot.agent.tools._core import ToolError, err_payload
+from deskpilot.rundir._records import CallRecord, TeamTurnRecord
 
 __all__ = ["MODE", "TeamMode"]
 
@@ -292,7 +293,7 @@ class TeamMode:
             max_tokens=p.planner_max_tokens,
         )
         log.api_response(call_no, v.planner_role, completion.as_record())
-        team_record: dict[str, Any] = {
+        team_record: TeamTurnRecord = {
             "variant": v.name,
             "team_role": "planner",
             "mode": state.mode_name,
@@ -302,7 +303,7 @@ class TeamMode:
         turn.record["team"] = team_record
         with turn.timer.phase("parse"):
             plan, archive, refused = self._parse_planner_calls(completion)
-        records: list[dict[str, Any]] = []
+        records: list[CallRecord] = []
         for call, exc in refused:
             self.stats["bad_outputs"] += 1
             payload = err_payload(exc.kind, exc.message)
@@ -429,7 +430,12 @@ class TeamMode:
                     turn.record["answer"] = answer
                     return ModeResult("no_plan", answer)
         if records:
-            turn.record["tool_call"] = {k: records[0][k] for k in ("id", "name", "arguments")}
+            first_call = records[0]
+            turn.record["tool_call"] = {
+                "id": first_call["id"],
+                "name": first_call["name"],
+                "arguments": first_call.get("arguments"),
+            }
             turn.record["result"] = records[0]["result"]
             turn.record["team"]["calls"] = records
         log.state(
@@ -513,7 +519,7 @@ class TeamMode:
         )
         log.api_response(call_no, v.executor_role, completion.as_record())
         response_text = strip_think(completion.content)
-        team_record: dict[str, Any] = {
+        team_record: TeamTurnRecord = {
             "variant": v.name,
             "team_role": "executor",
             "mode": state.mode_name,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +135,7 @@ class ExecutionLog:
         self.event(f"API REQUEST #{number} ({role})", _json(request))
         return number
 
-    def api_response(self, number: int, role: str, response: dict[str, Any]) -> None:
+    def api_response(self, number: int, role: str, response: Mapping[str, Any]) -> None:
         self.event(f"API RESPONSE #{number} ({role})", _json(response))
 
     def api_error(self, role: str, error: str) -> None:
