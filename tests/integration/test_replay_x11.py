@@ -37,6 +37,12 @@ def record(tmp_path: Path) -> Path:
                     "run.quiet": True,
                     "screen.image_width": 480,
                     "screen.image_height": 270,
+                    # The replay must see what the recording saw. With the default settle_min
+                    # of 0, a Tk app that repaints later than the 10 ms quiet interval (a
+                    # loaded CI machine) leaves the typed text out of one recorded frame, and
+                    # the replay, on time, diverges: give late repaints 100 ms in both runs
+                    # (the replay takes the recorded config).
+                    "agent.settle_min": 0.1,
                 },
                 env={},
                 search_default=False,

@@ -71,7 +71,10 @@ class DemoApp:
         )
         self.target_label.place(relx=0.5, rely=0.5, anchor="center")
         self.entry_var = tk.StringVar(self.root)
-        self.entry = tk.Entry(self.root, textvariable=self.entry_var, font=("DejaVu Sans", 20))
+        # A steady caret (insertofftime=0): a blinking one changes the screen on its own
+        # every 300 ms, so whether two captures match would depend on when they were taken
+        # (a real-input replay compares what it sees with the recording).
+        self.entry = tk.Entry(self.root, textvariable=self.entry_var, font=("DejaVu Sans", 20), insertofftime=0)
         self.entry.place(relx=0.3, rely=0.55, relwidth=0.4, relheight=0.06)
         self.status = tk.Label(
             self.root, text="click the TARGET, type, press Enter", font=("DejaVu Sans", 18), fg="white", bg=BACKGROUND
