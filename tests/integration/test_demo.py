@@ -36,7 +36,12 @@ def test_demo_command_starts_its_own_display(tmp_path: Path) -> None:
     assert "outcome: answered" in out and "overhead" in out and "p95" in out
     runs = list((tmp_path / "runs").iterdir())
     assert len(runs) == 1 and validate_run_dir(runs[0]) == []
-    assert f"screenshots (4): {runs[0]}" in out.replace("\n", "")
+    # Four screenshots when the app repaints within the settle's quiet interval after each
+    # action; on a loaded machine Tk can draw the typed text later and the turn's frame is the
+    # previous one ("No new screenshot"), three then. The line must name what the run saved.
+    shots = orjson.loads((runs[0] / "summary.json").read_bytes())["screenshots"]
+    assert len(shots) in (3, 4)
+    assert f"screenshots ({len(shots)}): {runs[0]}" in out.replace("\n", "")
 
 
 def test_demo_all_runs_every_mode_with_its_own_protocol(xvfb: str, tmp_path: Path) -> None:
