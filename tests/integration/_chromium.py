@@ -20,8 +20,6 @@ import os
 import threading
 from typing import Any
 
-import orjson
-
 from deskpilot.testing._chromium import BrowserError, Chromium, find_chromium
 
 __all__ = ["BrowserError", "EventChromium", "find_chromium"]
@@ -44,30 +42,9 @@ class EventChromium(Chromium):
             for fd in held:
                 os.close(fd)
 
-    def _read(self) -> None:
-        # The shared reader with one addition: messages without an id are events, kept.
-        buffer = b""
-        while True:
-            try:
-                chunk = os.read(self._res_r, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                with self._cond:
-                    self._replies[-1] = {"error": {"message": "chromium closed the pipe"}}
-                    self._cond.notify_all()
-                return
-            buffer += chunk
-            *messages, buffer = buffer.split(b"\0")
-            for raw in messages:
-                message = orjson.loads(raw)
-                if "id" in message:
-                    with self._cond:
-                        self._replies[message["id"]] = message
-                        self._cond.notify_all()
-                elif "method" in message:
-                    with self._events_lock:
-                        self.events.append(message)
+    def _event(self, message: dict[str, Any]) -> None:
+        with self._events_lock:
+            self.events.append(message)
 
     def open(self, url: str) -> str:
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]

@@ -135,6 +135,11 @@ class Chromium:
                     with self._cond:
                         self._replies[message["id"]] = message
                         self._cond.notify_all()
+                elif "method" in message:
+                    self._event(message)
+
+    def _event(self, message: dict[str, Any]) -> None:
+        """A DevTools event (a message without an id); dropped here, kept by subclasses."""
 
     def call(
         self,
