@@ -39,16 +39,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict, cast
+from typing import Any, Literal, TypeAlias, cast
 
 if sys.version_info >= (3, 11):
-    from typing import Required
-else:  # pragma: no cover - 3.10 has no typing.Required: every key reads as optional there
-    class _Required:
-        def __getitem__(self, item: Any) -> Any:
-            return item
-
-    Required = _Required()
+    from typing import Required, TypedDict
+else:  # pragma: no cover - 3.10's typing has no Required (its backport's TypedDict reads it)
+    from typing_extensions import Required, TypedDict
 
 from deskpilot._errors import ArgumentError, InvalidBoxError, UnknownKeyError
 from deskpilot.geometry import Box, clamp_norm, parse_box

@@ -104,7 +104,8 @@ def test_capture_library_pulls_none_of_the_extras_modules_even_when_installed(tm
 
 def test_base_dependencies_are_the_capture_librarys_own() -> None:
     base = requirement_names(PYPROJECT["project"]["dependencies"])
-    assert base == {"numpy", "mss", "orjson", "isal"}
+    # typing_extensions only on Python 3.10 (TypedDict's Required for the typed records).
+    assert base == {"numpy", "mss", "orjson", "isal", "typing_extensions"}
 
 
 def test_agent_extra_includes_panel_and_replay() -> None:

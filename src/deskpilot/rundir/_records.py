@@ -16,16 +16,12 @@ resolved config) stays ``dict[str, Any]``: its keys belong to whoever fills it.
 # No ``from __future__ import annotations``: TypedDict reads Required[...] from real
 # annotations, so that ``__required_keys__`` is right at run time.
 import sys
-from typing import Any, TypedDict
+from typing import Any
 
 if sys.version_info >= (3, 11):
-    from typing import Required
-else:  # pragma: no cover - 3.10 has no typing.Required: every key reads as optional there
-    class _Required:
-        def __getitem__(self, item: Any) -> Any:
-            return item
-
-    Required = _Required()
+    from typing import Required, TypedDict
+else:  # pragma: no cover - 3.10's typing has no Required (its backport's TypedDict reads it)
+    from typing_extensions import Required, TypedDict
 
 from deskpilot.actions import ActionRecord
 
