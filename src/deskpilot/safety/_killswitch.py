@@ -32,19 +32,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted, UnknownKeyError
-from deskpilot._win32 import (
-    Library,
-    cursor_position,
-    drain_messages,
-    system_library,
-    virtual_screen,
-)
 from deskpilot._win32 import _constants as win32
 from deskpilot.geometry import Rect
 from deskpilot.input._keys import KeySpec, parse_combo
+
+if TYPE_CHECKING:
+    from deskpilot._win32 import Library
 
 __all__ = [
     "DEFAULT_HOTKEY",
@@ -315,19 +311,27 @@ class Win32WatchBackend:
     }
 
     def __init__(self, user32: Library | None = None, kernel32: Library | None = None) -> None:
+        # The Win32 calls are imported here, not at the top: Linux runs never build this.
+        from deskpilot._win32 import cursor_position, drain_messages, system_library, virtual_screen
+
+        self._cursor_position, self._drain_messages, self._virtual_screen = (
+            cursor_position,
+            drain_messages,
+            virtual_screen,
+        )
         self.user32 = user32 if user32 is not None else system_library("user32")
         self.kernel32 = kernel32 if kernel32 is not None else system_library("kernel32")
         self.thread_id = int(self.kernel32.GetCurrentThreadId())
         self.ids: list[int] = []
 
     def bounds(self) -> Rect:
-        left, top, width, height = virtual_screen(self.user32)
+        left, top, width, height = self._virtual_screen(self.user32)
         return Rect(left, top, max(1, width), max(1, height))
 
     def pointer(self) -> tuple[int, int]:
         # Raises without an interactive desktop (a locked workstation, a service): the
         # watcher then skips this poll.
-        return cursor_position(self.user32)
+        return self._cursor_position(self.user32)
 
     def arm_hotkey(self, combo: str) -> None:
         mods, key = hotkey_parts(combo)
@@ -348,7 +352,7 @@ class Win32WatchBackend:
 
     def _drain(self) -> bool:
         hit = False
-        for message, wparam in drain_messages(self.user32):
+        for message, wparam in self._drain_messages(self.user32):
             if message == win32.WM_HOTKEY and wparam in self.ids:
                 hit = True
         return hit

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from deskpilot._errors import PlatformError
-from deskpilot._win32 import Library, foreground_window, system_library
 
 if TYPE_CHECKING:
+    from deskpilot._win32 import Library
     from deskpilot._x11 import XDisplay
 
 __all__ = [
@@ -132,12 +132,16 @@ class Win32WindowReader:
     """Foreground-window reader over user32 (a Library over a recorded fake in tests)."""
 
     def __init__(self, user32: Library | None = None) -> None:
+        # Imported here, not at the top: Linux runs never read a Win32 window.
+        from deskpilot._win32 import foreground_window, system_library
+
+        self._foreground_window, self._system_library = foreground_window, system_library
         self._user32 = user32
 
     def active(self) -> WindowInfo | None:
         if self._user32 is None:
-            self._user32 = system_library("user32")
-        window = foreground_window(self._user32)
+            self._user32 = self._system_library("user32")
+        window = self._foreground_window(self._user32)
         if window is None:
             return None
         return WindowInfo(
