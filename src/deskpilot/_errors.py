@@ -47,6 +47,7 @@ __all__ = [
     "ReplayError",
     "RunInterrupted",
     "RunLogError",
+    "ScreenNotVisibleError",
     "StatelessError",
     "ToolError",
     "UnknownKeyError",
@@ -68,6 +69,8 @@ class DeskpilotError(Exception):
         │                                   ``{ok: false}`` payload, never a crash
         ├── PlatformError (OSError)         an OS call failed (Win32/X11), with details
         │   ├── CaptureError                screen capture could not be done
+        │   │   └── ScreenNotVisibleError   capture would be blind: the X display is
+        │   │                               Xwayland (a Wayland session)
         │   └── InputError                  mouse/keyboard injection failed
         │       ├── InputArgumentError (ArgumentError)  bad button, count, coordinate or text
         │       └── UnknownKeyError (ValueError)     key name not in the vocabulary
@@ -148,6 +151,16 @@ class PlatformError(DeskpilotError, OSError):
 
 class CaptureError(PlatformError):
     """The screen could not be captured."""
+
+
+class ScreenNotVisibleError(CaptureError):
+    """A capture of the desktop would not show what is on the screen: the X display is
+    Xwayland (a Wayland session), which sees X11 windows only and black elsewhere.
+
+    Raised by :func:`deskpilot.capture.check_screen_visible` before anything starts, so
+    that no model is ever shown a black screenshot; the message says what to do.
+    ``details``: ``display``, ``server``, ``outputs`` (the RandR output names), ``hints``.
+    """
 
 
 class InputError(PlatformError):

@@ -197,6 +197,8 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "Frame",
         "Monitor",
         "Scaling",
+        "ScreenVisibility",
+        "check_screen_visible",
         "make_backend",
     ],
     "deskpilot.cli": [
@@ -233,6 +235,7 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "ReplayError",
         "RunInterrupted",
         "RunLogError",
+        "ScreenNotVisibleError",
         "StatelessError",
         "ToolError",
         "UnknownKeyError",

@@ -7,7 +7,8 @@ and :meth:`XDisplay.trap` collects those caused inside a ``with`` block.
 
 Beyond that, the small helpers several users need: window properties, the input focus
 and window tree, the pointer, the keyboard state, passive key grabs and the event queue
-(the kill switch and the active-window reader of :mod:`deskpilot.safety`).
+(the kill switch and the active-window reader of :mod:`deskpilot.safety`), and the names
+of the RandR outputs (which X server this is: :mod:`deskpilot.capture._visibility`).
 """
 
 from __future__ import annotations
@@ -299,3 +300,41 @@ class XDisplay:
 
     def flush(self) -> None:
         self.x11.XFlush(self.handle())
+
+    # -- RandR ------------------------------------------------------------------------
+
+    def randr_output_names(self) -> list[str] | None:
+        """The names of the screen's RandR outputs, in the server's order: ``XWAYLAND0``,
+        ``XWAYLAND1``... on Xwayland, ``screen`` on Xvfb, connectors (``HDMI-1``, ``eDP-1``,
+        ``DUMMY0``) on Xorg. None when the server has no RANDR extension.
+
+        Loads libXrandr on first use (a :class:`PlatformError` names it when it is not
+        installed). Reads the server's current configuration: no hardware probe.
+        """
+        xrandr = library("Xrandr")
+        with self.lock:
+            ptr = self.handle()
+            event_base, error_base = c_int(), c_int()
+            if not xrandr.XRRQueryExtension(ptr, byref(event_base), byref(error_base)):
+                return None
+            resources = xrandr.XRRGetScreenResourcesCurrent(ptr, self.root)
+            if not resources:
+                self.raise_pending("XRRGetScreenResourcesCurrent")
+                raise self.error("XRRGetScreenResourcesCurrent returned no resources",
+                                 call="XRRGetScreenResourcesCurrent")
+            try:
+                names: list[str] = []
+                res = resources.contents
+                for index in range(res.noutput):
+                    info = xrandr.XRRGetOutputInfo(ptr, resources, res.outputs[index])
+                    if not info:  # the output went away between the two requests
+                        continue
+                    try:
+                        raw = ctypes.string_at(info.contents.name, info.contents.nameLen)
+                    finally:
+                        xrandr.XRRFreeOutputInfo(info)
+                    names.append(raw.decode("latin-1"))
+            finally:
+                xrandr.XRRFreeScreenResources(resources)
+            self.raise_pending("XRRGetOutputInfo")
+            return names

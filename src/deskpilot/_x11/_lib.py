@@ -1,4 +1,4 @@
-"""ctypes declarations for libX11 (XKB included), libXtst, libXfixes and libXdamage.
+"""ctypes declarations for libX11 (XKB included), libXtst, libXfixes, libXdamage and libXrandr.
 
 Importing this module loads nothing: the structures and the prototype table are plain
 data (so they can be inspected and tested on any OS), and each library is opened on
@@ -46,6 +46,9 @@ __all__ = [
     "XFixesCursorImage",
     "XKeyEvent",
     "XModifierKeymap",
+    "XRRModeInfo",
+    "XRROutputInfo",
+    "XRRScreenResources",
     "XRectangle",
     "XkbMapNotifyEvent",
     "XkbStateRec",
@@ -63,6 +66,9 @@ Bool = c_int
 Drawable = c_ulong  # XID
 Damage = c_ulong  # XID
 XserverRegion = c_ulong  # XID
+RROutput = c_ulong  # XID
+RRCrtc = c_ulong  # XID
+RRMode = c_ulong  # XID
 
 
 class XFixesCursorImage(Structure):
@@ -208,6 +214,66 @@ class XkbStateRec(Structure):
     )
 
 
+class XRRModeInfo(Structure):
+    """``XRRModeInfo`` (Xrandr.h): one video mode of the screen's resources."""
+
+    _fields_ = (
+        ("id", RRMode),
+        ("width", c_uint),
+        ("height", c_uint),
+        ("dotClock", c_ulong),
+        ("hSyncStart", c_uint),
+        ("hSyncEnd", c_uint),
+        ("hTotal", c_uint),
+        ("hSkew", c_uint),
+        ("vSyncStart", c_uint),
+        ("vSyncEnd", c_uint),
+        ("vTotal", c_uint),
+        ("name", c_char_p),
+        ("nameLength", c_uint),
+        ("modeFlags", c_ulong),  # XRRModeFlags
+    )
+
+
+class XRRScreenResources(Structure):
+    """``XRRScreenResources`` (Xrandr.h): the screen's CRTCs, outputs and modes."""
+
+    _fields_ = (
+        ("timestamp", Time),
+        ("configTimestamp", Time),
+        ("ncrtc", c_int),
+        ("crtcs", POINTER(RRCrtc)),
+        ("noutput", c_int),
+        ("outputs", POINTER(RROutput)),
+        ("nmode", c_int),
+        ("modes", POINTER(XRRModeInfo)),
+    )
+
+
+class XRROutputInfo(Structure):
+    """``XRROutputInfo`` (Xrandr.h): one output (a connector on Xorg, ``XWAYLAND0`` on
+    Xwayland, ``screen`` on Xvfb). ``name`` is ``nameLen`` bytes, not NUL-terminated by
+    contract (libXrandr adds a NUL; the length is what counts)."""
+
+    _fields_ = (
+        ("timestamp", Time),
+        ("crtc", RRCrtc),
+        ("name", POINTER(c_char)),
+        ("nameLen", c_int),
+        ("mm_width", c_ulong),
+        ("mm_height", c_ulong),
+        ("connection", c_ushort),  # Connection: 0 connected, 1 disconnected, 2 unknown
+        ("subpixel_order", c_ushort),  # SubpixelOrder
+        ("ncrtc", c_int),
+        ("crtcs", POINTER(RRCrtc)),
+        ("nclone", c_int),
+        ("clones", POINTER(RROutput)),
+        ("nmode", c_int),
+        ("npreferred", c_int),
+        ("modes", POINTER(RRMode)),
+    )
+
+
 #: ``int (*XErrorHandler)(Display *, XErrorEvent *)``.
 XERROR_HANDLER = ctypes.CFUNCTYPE(c_int, Display, POINTER(XErrorEvent))
 
@@ -216,6 +282,7 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "X11": ("X11", ("libX11.so.6", "libX11.so")),
     "Xdamage": ("Xdamage", ("libXdamage.so.1", "libXdamage.so")),
     "Xfixes": ("Xfixes", ("libXfixes.so.3", "libXfixes.so")),
+    "Xrandr": ("Xrandr", ("libXrandr.so.2", "libXrandr.so")),
     "Xtst": ("Xtst", ("libXtst.so.6", "libXtst.so")),
 }
 
@@ -273,6 +340,15 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
         (Display, Window, POINTER(Window), POINTER(Window), POINTER(POINTER(Window)), POINTER(c_uint)),
         c_int,
     ),
+    "XRRFreeOutputInfo": ("Xrandr", (POINTER(XRROutputInfo),), None),
+    "XRRFreeScreenResources": ("Xrandr", (POINTER(XRRScreenResources),), None),
+    "XRRGetOutputInfo": (
+        "Xrandr", (Display, POINTER(XRRScreenResources), RROutput), POINTER(XRROutputInfo),
+    ),
+    # RandR >= 1.3: the server's current configuration, without probing the hardware (a
+    # probe of real connectors can take hundreds of milliseconds on Xorg).
+    "XRRGetScreenResourcesCurrent": ("Xrandr", (Display, Window), POINTER(XRRScreenResources)),
+    "XRRQueryExtension": ("Xrandr", (Display, POINTER(c_int), POINTER(c_int)), Bool),
     "XSetErrorHandler": ("X11", (XERROR_HANDLER,), XERROR_HANDLER),
     "XSync": ("X11", (Display, Bool), c_int),
     "XTestFakeButtonEvent": ("Xtst", (Display, c_uint, Bool, c_ulong), c_int),
@@ -323,7 +399,7 @@ def _open(short: str) -> ctypes.CDLL:
 
 
 def library(short: str) -> ctypes.CDLL:
-    """The loaded library ``short`` ("X11", "Xtst", "Xfixes" or "Xdamage"), prototypes applied."""
+    """The loaded library ``short`` ("X11", "Xtst", "Xfixes", "Xdamage" or "Xrandr"), prototypes applied."""
     lib = _loaded.get(short)
     if lib is None:
         with _load_lock:

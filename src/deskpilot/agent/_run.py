@@ -624,9 +624,16 @@ async def run_agent_async(
     run_name: str | None = None,
     watch_desktop: bool | None = None,
     confirm_prompt: ConfirmPrompt | None = None,
+    allow_xwayland: bool = False,
 ) -> RunResult:
     """Run one task with the mode ``config.agent.mode``; never raises for a run that
     started (the outcome says what happened), only for invalid setup.
+
+    With the default screen (no ``screen_factory``), a desktop that capture cannot see
+    (Xwayland: a Wayland session) is refused before anything starts, with a
+    :class:`~deskpilot.errors.ScreenNotVisibleError` that says what to do; ``allow_xwayland``
+    (or ``DESKPILOT_ALLOW_XWAYLAND=1``) goes on anyway, for X11 windows only
+    (:func:`deskpilot.capture.check_screen_visible`).
 
     The safety layer (``[policy]``/``[safety]``, on unless ``safety.enabled`` is false)
     checks every action, bounds the run by steps and wall time, redacts the records
@@ -639,6 +646,11 @@ async def run_agent_async(
     """
     from deskpilot.agent.modes._registry import get_mode
 
+    if screen_factory is None:
+        # Before the run directory exists: a model must never be shown a black desktop.
+        from deskpilot.capture import check_screen_visible
+
+        check_screen_visible(allow_xwayland=allow_xwayland)
     text, scenario = _describe_task(task)
     mode_spec = get_mode(config.agent.mode)
     mode = mode_spec.factory(config)

@@ -8,11 +8,16 @@
         frame = cap.grab(size=(1024, 576))
         x, y = frame.norm_to_physical(500, 500)   # where to click for the image centre
         png = frame.png()
+
+:func:`check_screen_visible` says whether a capture of the desktop sees the screen at all
+(not on Xwayland, a Wayland session's X server: X11 windows only, black elsewhere); the
+agent and the commands call it before they start, the :class:`Capturer` does not.
 """
 
 from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
 from deskpilot.capture._capturer import Capturer, Scaling, make_backend
 from deskpilot.capture._frame import Frame
+from deskpilot.capture._visibility import ScreenVisibility, check_screen_visible
 
 __all__ = [
     "CaptureBackend",
@@ -22,5 +27,7 @@ __all__ = [
     "Frame",
     "Monitor",
     "Scaling",
+    "ScreenVisibility",
+    "check_screen_visible",
     "make_backend",
 ]

@@ -104,11 +104,19 @@ def handle(args: argparse.Namespace) -> int:
         extra: dict[str, Any] = {"agent.mode": mode, "team.variant": variant}
         configs.append(config_from_args(args, extra))
     need_display = args.xvfb or (sys.platform != "win32" and not os.environ.get("DISPLAY"))
+    blind = "" if need_display else _blind_display(args.allow_xwayland)
+    need_display = need_display or bool(blind)
     display_cm = (
         virtual_display() if need_display else contextlib.nullcontext(os.environ.get("DISPLAY", ""))
     )
     results: list[tuple[str, DemoResult]] = []
     with display_cm as display:
+        if blind:
+            console.print(
+                f"DISPLAY={blind} is Xwayland (a Wayland session): deskpilot cannot see that desktop, so the "
+                "demo runs on a virtual display instead (--allow-xwayland: on Xwayland, X11 windows only)",
+                style="dim",
+            )
         if need_display:
             console.print(f"started a virtual display (Xvfb) on {display}", style="dim")
         for config in configs:
@@ -124,6 +132,7 @@ def handle(args: argparse.Namespace) -> int:
                 use_builtin_server=use_builtin,
                 reporter=reporter,
                 server_latency=args.latency,
+                allow_xwayland=args.allow_xwayland,
             )
             results.append((title, result))
             console.print()
@@ -155,6 +164,20 @@ def handle(args: argparse.Namespace) -> int:
             dumps_json(payload[0] if len(payload) == 1 else payload, indent=True).decode() + "\n"
         )
     return 0 if all(r.ok for _, r in results) else 1
+
+
+def _blind_display(allow_xwayland: bool) -> str:
+    """The DISPLAY when capture cannot see it (Xwayland, not allowed), else ""."""
+    if sys.platform == "win32":
+        return ""
+    from deskpilot._errors import ScreenNotVisibleError
+    from deskpilot.capture import check_screen_visible
+
+    try:
+        check_screen_visible(allow_xwayland=allow_xwayland)
+    except ScreenNotVisibleError:
+        return os.environ.get("DISPLAY", "")
+    return ""
 
 
 def _title(config: Any) -> str:

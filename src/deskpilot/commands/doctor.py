@@ -1,5 +1,6 @@
-"""``deskpilot doctor``: check the display, DPI awareness, the imaging core (compiled or numpy
-reference), capture, input, the model server
+"""``deskpilot doctor``: check the display, whether capture can see the screen (not on
+Xwayland), DPI awareness, the imaging core (compiled or numpy reference), capture, input,
+the model server
 and whether the model accepts images and tools. One PASS/WARN/FAIL/SKIP line per check;
 exit code 1 when any check fails."""
 
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deskpilot._untrusted import terminal_text
-from deskpilot.commands.run import add_model_options, config_from_args
+from deskpilot.commands.run import add_model_options, add_xwayland_option, config_from_args
 
 __all__ = [
     "OLLAMA_DEFAULT_CTX",
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--no-model", dest="no_model", action="store_true", help="skip the model server checks"
     )
+    add_xwayland_option(parser)
     parser.set_defaults(handler=handle)
 
 
@@ -63,6 +65,18 @@ def _display_check() -> tuple[Check, bool]:
             f"DISPLAY is not set{hint}: run on a desktop, or `deskpilot demo` starts Xvfb",
         ), False
     return Check("display", "PASS", f"DISPLAY={display}"), True
+
+
+def _screen_check(*, allow_xwayland: bool = False) -> Check:
+    """Whether a capture of the desktop sees the screen: FAIL on Xwayland (a Wayland
+    session: X11 windows only, black elsewhere), WARN when that is allowed."""
+    try:
+        from deskpilot.capture import check_screen_visible
+
+        found = check_screen_visible(allow_xwayland=allow_xwayland)
+    except Exception as exc:  # ScreenNotVisibleError says what to do; anything else, what broke
+        return Check("screen", "FAIL", str(exc))
+    return Check("screen", "WARN" if found.allowed else "PASS", found.describe())
 
 
 def _dpi_check() -> Check:
@@ -384,10 +398,17 @@ async def _server_checks(client: Any, config: Any) -> list[Check]:
     return checks
 
 
-def run_checks(config: Any, *, model: bool = True, probe: str | None = None) -> list[Check]:
+def run_checks(
+    config: Any, *, model: bool = True, probe: str | None = None, allow_xwayland: bool = False
+) -> list[Check]:
     checks: list[Check] = []
     display, has_display = _display_check()
     checks.append(display)
+    if has_display or os.environ.get("WAYLAND_DISPLAY"):
+        # Without DISPLAY, a Wayland session still gets the line that says what to do.
+        checks.append(_screen_check(allow_xwayland=allow_xwayland))
+    else:
+        checks.append(Check("screen", "SKIP", "no display"))
     checks.append(_dpi_check())
     checks.append(_core_check())
     if has_display:
@@ -411,7 +432,7 @@ def handle(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     console = Console(highlight=False)
     console.print(f"deskpilot doctor · model {config.model.model} at {config.model.endpoint}")
-    checks = run_checks(config, model=not args.no_model)
+    checks = run_checks(config, model=not args.no_model, allow_xwayland=args.allow_xwayland)
     for check in checks:
         console.print(f"[{_STYLE[check.status]}]{check.status:<4}[/] {check.name:<15} {escape(terminal_text(check.detail))}")
     console.print(verdict(checks))

@@ -78,9 +78,12 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot.agent._run import run_agent
     from deskpilot.agent._session import NullReporter
     from deskpilot.agent.modes.stateless import flags
+    from deskpilot.capture import check_screen_visible
     from deskpilot.commands.run import config_from_args
     from deskpilot.rundir._writer import dumps_json
 
+    # Before the panel serves anything: its live view must never show a black desktop.
+    check_screen_visible(allow_xwayland=args.allow_xwayland)
     task = " ".join(args.task).strip()
     extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
     extra["agent.mode"] = "stateless"
@@ -95,7 +98,7 @@ def handle(args: argparse.Namespace) -> int:
         config = config_from_args(args, {**extra, "stateless.boot_enabled": False})
     quiet = config.run.quiet or args.json_summary
     reporter = NullReporter() if quiet else ConsoleReporter()
-    result = run_agent(config, task, reporter=reporter)
+    result = run_agent(config, task, reporter=reporter, allow_xwayland=args.allow_xwayland)
     if args.json_summary:
         sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
     _linger(result.outcome)

@@ -22,7 +22,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["add_agent_options", "add_model_options", "add_safety_options", "config_from_args", "register"]
+__all__ = [
+    "add_agent_options",
+    "add_model_options",
+    "add_safety_options",
+    "add_xwayland_option",
+    "config_from_args",
+    "register",
+]
 
 # 4-6: the run ended without the model finishing on purpose (README "Model servers").
 _EXIT_CODES = {"answered": 0, "error": 1, "max_steps": 3, "max_time": 3, "truncated": 4, "no_action": 5,
@@ -65,6 +72,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dry-run", dest="dry_run", action="store_true", default=None, help="record input actions instead of sending them")
     g.add_argument("--input", dest="input_backend", choices=("auto", "sendinput", "xtest", "dry"), help="input backend")
     g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi"), help="capture backend")
+    add_xwayland_option(g)
     g.add_argument("--no-auto-observe", dest="observe_after_action", action="store_false", default=None,
                    help="seed behaviour: no screenshot after actions until the model asks for one")
     g.add_argument("--many-calls", dest="one_tool_call", action="store_false", default=None,
@@ -73,6 +81,17 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--quiet", action="store_true", default=None, help="no live terminal output")
     g.add_argument("--json", dest="json_summary", action="store_true", help="print summary.json to stdout at the end")
     add_safety_options(parser)
+
+
+def add_xwayland_option(group: Any) -> None:
+    """``--allow-xwayland`` (run, panel, demo, shot, doctor): go on where the X display is
+    Xwayland, whose captures show X11 windows only (:func:`deskpilot.capture.check_screen_visible`)."""
+    group.add_argument(
+        "--allow-xwayland", dest="allow_xwayland", action="store_true",
+        help="go on when the X display is Xwayland (a Wayland session), where capture sees only X11 windows "
+        "and black elsewhere; by default deskpilot refuses instead of showing a model black screenshots "
+        "(DESKPILOT_ALLOW_XWAYLAND=1)",
+    )
 
 
 def add_safety_options(parser: argparse.ArgumentParser) -> None:
@@ -206,9 +225,12 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot.agent._run import run_agent
     from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
     from deskpilot.agent._session import NullReporter
+    from deskpilot.capture import check_screen_visible
     from deskpilot.rundir._writer import dumps_json
 
     config = config_from_args(args, _mode_flags(args))
+    # Before the task is asked for: on a desktop capture cannot see, nothing starts.
+    check_screen_visible(allow_xwayland=args.allow_xwayland)
     ref = args.scenario or " ".join(args.task).strip()
     if not ref:
         if not sys.stdin.isatty():
@@ -229,7 +251,7 @@ def handle(args: argparse.Namespace) -> int:
         config = config_from_args(args, {**_mode_flags(args), **overrides})
     quiet = config.run.quiet or args.json_summary
     reporter = NullReporter() if quiet else ConsoleReporter()
-    result = run_agent(config, scenario, reporter=reporter)
+    result = run_agent(config, scenario, reporter=reporter, allow_xwayland=args.allow_xwayland)
     if args.json_summary:
         sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
     return _EXIT_CODES.get(result.outcome, 1)

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from deskpilot.commands.run import add_xwayland_option
 from deskpilot.imaging import PNG_FILTERS
 
 __all__ = ["default_out", "parse_region", "parse_size", "register"]
@@ -96,13 +97,15 @@ def register(subparsers: Any) -> None:
         help="native (default): our exact area average; gdi: StretchBlt HALFTONE like the seeds (gdi backend)",
     )
     parser.add_argument("--json", action="store_true", help="print the timings as one JSON object")
+    add_xwayland_option(parser)
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from deskpilot import imaging
-    from deskpilot.capture import Capturer
+    from deskpilot.capture import Capturer, check_screen_visible
 
+    check_screen_visible(allow_xwayland=args.allow_xwayland)
     phases: dict[str, list[float]] = {"capture": [], "cursor": [], "prepare": [], "encode": []}
     # scaling=gdi on another backend is a ConfigError: the CLI prints it, exit code 1
     capturer = Capturer(args.backend, monitor=args.monitor, region=args.region, cursor=args.cursor, scaling=args.scaling)

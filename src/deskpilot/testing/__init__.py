@@ -19,7 +19,8 @@ Example::
 The rest of what tests, benchmarks and the demo need, and nothing in the product imports
 (``deskpilot demo`` loads them when it runs): ``_desktop`` (a simulated screen and hands for
 loop tests without a display), ``_demo_app`` (the demo's Tk target app), ``_chromium`` (a
-headless Chromium driven over CDP) and ``_xvfb`` (the one way to start a private Xvfb).
+headless Chromium driven over CDP), ``_xvfb`` (the one way to start a private Xvfb) and
+``_weston`` (a headless Wayland session, weston with Xwayland).
 """
 
 from deskpilot.testing._mode_policies import AutoPolicy, StatelessPolicy, TeamPolicy

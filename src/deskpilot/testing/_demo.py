@@ -179,10 +179,12 @@ def run_demo(
     reporter: Reporter | None = None,
     work_dir: Path | None = None,
     server_latency: float = 0.0,
+    allow_xwayland: bool = False,
 ) -> DemoResult:
     """Run the demo in ``config.agent.mode`` on the current display (call inside
     :func:`virtual_display` if needed). With the built-in server, the model is the
-    pixel-reading policy of that mode (:func:`demo_policy`)."""
+    pixel-reading policy of that mode (:func:`demo_policy`). ``allow_xwayland``: as
+    :func:`~deskpilot.agent.run_agent`'s (the demo app is an X11 window)."""
     scenario = demo_scenario()
     tmp = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="deskpilot-demo-"))
     tmp.mkdir(parents=True, exist_ok=True)
@@ -194,10 +196,10 @@ def run_demo(
             policy = demo_policy(config.agent.mode)
             with ModelServer(policy, latency=server_latency) as server:
                 cfg = config.replace(model=_with_endpoint(config, server.endpoint))
-                result = run_agent(cfg, scenario, reporter=reporter)
+                result = run_agent(cfg, scenario, reporter=reporter, allow_xwayland=allow_xwayland)
                 problems = server.problems
         else:
-            result = run_agent(config, scenario, reporter=reporter)
+            result = run_agent(config, scenario, reporter=reporter, allow_xwayland=allow_xwayland)
             problems = []
         # The app records asynchronously: give the last events a moment to land.
         with contextlib.suppress(DeskpilotError):

@@ -1,0 +1,182 @@
+"""Can a capture of the desktop see what is on the screen? The one check, before a model
+is shown anything.
+
+On a Wayland desktop (GNOME, KDE Plasma, sway...) the ``DISPLAY`` that X11 programs get is
+Xwayland: an X server for the X11 windows only. Capturing its root window returns those
+windows and black everywhere else (native Wayland windows, panels, the wallpaper), and
+XTest reaches the X11 windows only. A run there would show the model black screenshots and
+click blind, so :func:`check_screen_visible` refuses with a :class:`ScreenNotVisibleError`.
+
+Which X server it is comes from the RandR output names, the one signal measured to be
+reliable: Xwayland names its outputs ``XWAYLAND0``, ``XWAYLAND1``...; Xvfb has one output
+called ``screen``; Xorg names connectors (``HDMI-1``, ``eDP-1``, ``DUMMY0``). The vendor
+string is the same everywhere, and the XWAYLAND extension exists only from Xwayland 23.1.
+``WAYLAND_DISPLAY`` and ``XDG_SESSION_TYPE`` are hints, never the verdict: ssh, cron,
+sudo and service units lose them inside a Wayland session, and nested or remote X11
+sessions can inherit them from a Wayland one while their own display is fine. A rootful
+Xwayland (a whole X desktop in one Wayland window, which capture does see) names its
+output ``XWAYLAND0`` as well (measured, Xwayland 22.1): it is refused too, and
+``allow_xwayland`` is the way on there.
+
+The capture library itself (:class:`~deskpilot.capture.Capturer`) does not refuse: it
+returns the X display's pixels, which is what a program that captures its own X11
+windows under Xwayland wants. The agent (``run_agent``) and the ``run``, ``panel``,
+``shot`` and ``doctor`` commands call this check; ``allow_xwayland`` (``--allow-xwayland``,
+``DESKPILOT_ALLOW_XWAYLAND=1``) lets a user who drives X11 windows only go on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from deskpilot._errors import CaptureError, PlatformError, ScreenNotVisibleError
+
+__all__ = [
+    "ALLOW_XWAYLAND_ENV",
+    "ScreenVisibility",
+    "check_screen_visible",
+    "classify_x_outputs",
+    "wayland_hints",
+]
+
+#: The environment variable that allows a blind (Xwayland) desktop, like ``--allow-xwayland``.
+ALLOW_XWAYLAND_ENV = "DESKPILOT_ALLOW_XWAYLAND"
+
+_XWAYLAND_OUTPUT = re.compile(r"XWAYLAND\d+")
+
+#: What to do, in every refusal (the Wayland backends are planned, not built).
+_WHAT_TO_DO = (
+    "deskpilot's Wayland backends (GNOME/Mutter, then wlroots: sway, Hyprland) are not there yet; "
+    'log into an X11 session instead (on GNOME: "GNOME on Xorg" from the gear on the login screen; '
+    'on KDE: "Plasma (X11)"). To drive X11 windows only, knowing the rest of the screen is black, '
+    f"pass --allow-xwayland (or set {ALLOW_XWAYLAND_ENV}=1)."
+)
+
+
+@dataclass(frozen=True)
+class ScreenVisibility:
+    """What :func:`check_screen_visible` found.
+
+    ``server``: ``"xwayland"``, ``"xvfb"`` (one output named ``screen``: Xvfb and servers
+    like it), ``"xorg"`` (any other output names), ``"x11"`` (an X server without RandR:
+    which one cannot be told), ``"windows"`` or ``"other"`` (an OS without X11, where mss
+    captures). ``visible``: a capture of the desktop shows what is on the screen.
+    ``allowed``: not visible, but the caller allowed it (X11 windows only).
+    """
+
+    display: str
+    server: str
+    outputs: tuple[str, ...]
+    visible: bool
+    allowed: bool
+    hints: tuple[str, ...]
+
+    def describe(self) -> str:
+        """One line for ``doctor`` and logs."""
+        if self.server in ("windows", "other"):
+            return f"{self.display}: captured directly"
+        outputs = ", ".join(self.outputs) if self.outputs else "none"
+        names = {
+            "xwayland": "Xwayland (a Wayland session)",
+            "xvfb": "a virtual X server (Xvfb)",
+            "xorg": "an X server with real outputs (Xorg)",
+            "x11": "an X server without RandR",
+        }
+        line = f"DISPLAY={self.display} is {names.get(self.server, self.server)}; RandR outputs: {outputs}"
+        if self.visible:
+            line += "; capture sees the whole screen"
+            if self.hints:
+                line += f" ({' and '.join(self.hints)} set, but the X display is not Xwayland: they are only hints)"
+        elif self.allowed:
+            line += "; capture sees X11 windows only, black elsewhere (allowed by --allow-xwayland / " \
+                f"{ALLOW_XWAYLAND_ENV})"
+        return line
+
+
+def classify_x_outputs(outputs: Sequence[str] | None) -> str:
+    """Which X server has these RandR output names (None: no RandR): ``"xwayland"``,
+    ``"xvfb"``, ``"xorg"`` or ``"x11"`` (see :class:`ScreenVisibility`)."""
+    if not outputs:  # no RandR, or RandR without outputs: which server cannot be told
+        return "x11"
+    if any(_XWAYLAND_OUTPUT.fullmatch(name) for name in outputs):
+        return "xwayland"
+    if list(outputs) == ["screen"]:
+        return "xvfb"
+    return "xorg"
+
+
+def wayland_hints(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The environment's hints of a Wayland session (``WAYLAND_DISPLAY=...``,
+    ``XDG_SESSION_TYPE=wayland``): shown in messages, never the verdict."""
+    env = os.environ if environ is None else environ
+    hints: list[str] = []
+    if env.get("WAYLAND_DISPLAY"):
+        hints.append(f"WAYLAND_DISPLAY={env['WAYLAND_DISPLAY']}")
+    if env.get("XDG_SESSION_TYPE", "").lower() == "wayland":
+        hints.append("XDG_SESSION_TYPE=wayland")
+    return tuple(hints)
+
+
+def _allowed_by_env() -> bool:
+    return os.environ.get(ALLOW_XWAYLAND_ENV, "").strip() not in ("", "0")
+
+
+def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = False) -> ScreenVisibility:
+    """Make sure a capture of the desktop would see the screen; say what was found.
+
+    ``display``: the X display to check (default ``$DISPLAY``). Raises
+    :class:`ScreenNotVisibleError` (a :class:`CaptureError`) when the X display is Xwayland,
+    or when there is no X display but a Wayland one, unless ``allow_xwayland`` or
+    ``DESKPILOT_ALLOW_XWAYLAND=1`` allows it (then the result has ``allowed`` set).
+    Raises :class:`CaptureError` when the X display cannot be opened. One X connection,
+    four round trips: about a millisecond on a local server.
+    """
+    if sys.platform == "win32":
+        return ScreenVisibility("Windows desktop", "windows", (), True, False, ())
+    hints = wayland_hints()
+    allowed = allow_xwayland or _allowed_by_env()
+    name = display if display is not None else os.environ.get("DISPLAY", "")
+    if not name:
+        if hints and not allowed:
+            raise ScreenNotVisibleError(
+                f"this is a Wayland session ({' and '.join(hints)}) without an X display (DISPLAY is not "
+                f"set), and deskpilot captures the screen through X11: {_WHAT_TO_DO}",
+                server="wayland",
+                hints=list(hints),
+            )
+        if sys.platform != "linux" and not sys.platform.startswith(("freebsd", "openbsd", "netbsd")):
+            return ScreenVisibility(sys.platform, "other", (), True, False, hints)
+        raise CaptureError("no X display: is DISPLAY set?", display=None, call="XOpenDisplay")
+
+    from deskpilot._x11 import XDisplay
+
+    with XDisplay(CaptureError, name) as x:
+        try:
+            outputs = x.randr_output_names()
+        except PlatformError as exc:
+            # libXrandr missing: which server this is cannot be told; say so, do not guess.
+            if allowed:
+                return ScreenVisibility(name, "x11", (), False, True, hints)
+            raise CaptureError(
+                f"cannot tell whether DISPLAY={name} can see the screen: {exc} (install libxrandr2)",
+                display=name,
+            ) from exc
+    server = classify_x_outputs(outputs)
+    found = tuple(outputs or ())
+    if server != "xwayland":
+        return ScreenVisibility(name, server, found, True, False, hints)
+    if allowed:
+        return ScreenVisibility(name, server, found, False, True, hints)
+    raise ScreenNotVisibleError(
+        f"DISPLAY={name} is Xwayland (RandR outputs {', '.join(found)}): this is a Wayland session, and "
+        "through Xwayland deskpilot sees only X11 windows, black everywhere else, so a model would get "
+        f"black screenshots and click blind. {_WHAT_TO_DO}",
+        display=name,
+        server=server,
+        outputs=list(found),
+        hints=list(hints),
+    )
