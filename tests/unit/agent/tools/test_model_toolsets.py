@@ -257,6 +257,28 @@ def test_uitars_text_without_action_gets_a_reminder_then_no_action(tmp_path: Pat
     assert "Action:" in str(srv.requests[1].messages[-1]["content"])
 
 
+def test_uitars_unreadable_action_reaches_the_model_as_the_parse_error(tmp_path: Path) -> None:
+    """A reply whose ``Action:`` does not parse is answered with the parser's own error.
+
+    Source: bytedance/UI-TARS ``codes/ui_tars/action_parser.py``
+    (``parse_action_to_structure_output``) raises ``ValueError("Action can't parse: ...")``
+    for such a reply, and the desktop parser (bytedance/UI-TARS-desktop
+    ``multimodal/gui-agent/action-parser/src/DefaultActionParser.ts``) returns that error as
+    ``errorMessage``. deskpilot built the same error but answered "unknown tool ''":
+    ``execute_tool_call`` looked the (empty) name up before reading the parse error.
+    """
+    script = [
+        "Thought: click it\nAction: click(start_box=)",
+        "Thought: done\nAction: finished(content='ok')",
+    ]
+    result, srv, desk = run(tmp_path, script, "uitars")
+    assert result.outcome == "answered", result.error
+    told = orjson.dumps(srv.requests[1].messages[-1]).decode()
+    assert "cannot read the action" in told and "invalid_args" in told
+    assert "unknown tool" not in told and "unknown_tool" not in told
+    assert [e for e in desk.events if e["action"] != "release_all"] == []
+
+
 def test_uitars_call_user_ends_failed(tmp_path: Path) -> None:
     result, _, _ = run(tmp_path, ["Thought: I need a password.\nAction: call_user()"], "uitars")
     assert result.outcome == "failed"
