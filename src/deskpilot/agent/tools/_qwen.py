@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent.tools._core import (
@@ -155,6 +155,22 @@ def grid_to_physical(mapping: Mapping, gx: float, gy: float) -> tuple[int, int]:
     )
 
 
+def _finite(value: Any) -> TypeGuard[int | float]:
+    """A real number that a double holds finitely (``math.isfinite`` raises OverflowError
+    for an integer too large for one: a 400-digit number is refused like ``inf``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
+
+
 def _point(
     args: dict[str, Any], key: str = "coordinate", *, required: bool = True
 ) -> tuple[float, float] | None:
@@ -172,15 +188,10 @@ def _point(
             value = [float(p) for p in parts]
         except ValueError:
             raise ToolError("invalid_box", f"{key} must be [x, y], got {value!r}") from None
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) != 2
-        or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value
-        )
-    ):
-        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..999, got {value!r}")
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_finite(v) for v in value):
+        # nan, inf and numbers too large for a double are refused, never clamped onto an
+        # edge and clicked (trycua/cua performs nothing for them either).
+        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..999, got {_shown(value)}")
     return float(value[0]), float(value[1])
 
 
@@ -193,14 +204,9 @@ def _notches(args: dict[str, Any]) -> int:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value == 0
-    ):
+    if not _finite(value) or value == 0:
         raise ToolError(
-            "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {value!r}"
+            "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {_shown(value)}"
         )
     size = abs(value)
     notches = size if size <= _MAX_NOTCHES else size / 100

@@ -176,12 +176,25 @@ def _parse_call(action: str) -> tuple[str, dict[str, str]] | None:
     return name, args
 
 
+def _shown(text: str) -> str:
+    """``repr(text)``, cut short: the error goes back to the model, bounded."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}...({len(text)} characters)"
+
+
 def _numbers(box: str) -> list[float]:
     cleaned = (
         _BOX_TOKENS.sub("", box).replace("(", "").replace(")", "").replace("[", "").replace("]", "")
     )
     parts = [p for p in re.split(r"[,\s]+", cleaned.strip()) if p]
-    return [float(p) for p in parts]
+    numbers = [float(p) for p in parts]
+    if not all(math.isfinite(n) for n in numbers):
+        # nan, inf, 1e1000 and a 400-digit number (float() reads it as inf) are refused:
+        # clamped, they would click the screen's edge. trycua/cua's parse_box_coordinates
+        # returns None for them and performs nothing
+        # (libs/python/agent/tests/test_uitars_coordinate_security.py).
+        raise ValueError(f"{_shown(box)} has a coordinate that is not a finite number")
+    return numbers
 
 
 def parse_uitars(text: str) -> list[UitarsAction]:
@@ -239,8 +252,8 @@ def parse_uitars(text: str) -> list[UitarsAction]:
             if "start_box" in key or "end_box" in key:
                 try:
                     numbers = _numbers(value)
-                except ValueError:
-                    raise ValueError(f"{key} of {name} is not a point: {value!r}") from None
+                except ValueError as exc:
+                    raise ValueError(f"{key} of {name} is not a point: {exc}") from None
                 if len(numbers) not in (2, 4):
                     raise ValueError(
                         f"{key} of {name} must be (x,y) or (x1,y1,x2,y2), got {value!r}"
@@ -290,6 +303,8 @@ def uitars_calls(text: str, new_id: Callable[[], str]) -> list[ToolCall]:
 
 def to_physical(mapping: Mapping, numbers: list[float], version: str) -> tuple[int, int]:
     """A UI-TARS point or box (its centre) -> the physical pixel, per version (module doc)."""
+    if not all(math.isfinite(n) for n in numbers):
+        raise ValueError(f"UI-TARS coordinates must be finite numbers, got {numbers!r}")
     if len(numbers) == 4:
         x, y = (numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2
     else:
@@ -314,7 +329,10 @@ def _box_arg(args: dict[str, Any], key: str) -> list[float]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) not in (2, 4):
         raise ToolError("missing_box", f"{key}='(x,y)' is required")
-    return [float(v) for v in value]
+    numbers = [float(v) for v in value]
+    if not all(math.isfinite(n) for n in numbers):
+        raise ToolError("invalid_box", f"{key} must hold finite numbers, got {numbers!r}")
+    return numbers
 
 
 def _clicker(

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -391,6 +392,10 @@ def _clamped(value: Any, what: str) -> int:
     if isinstance(value, bool):
         raise _Reject(f"{what} must be a number 0..1000, got {_excerpt(value)}")
     if isinstance(value, int):
+        if abs(value) > sys.float_info.max:
+            # An integer no double holds (a 400-digit number) is as absurd as inf: refused,
+            # not clamped onto the edge (trycua/cua refuses it too).
+            raise _Reject(f"{what} must be a finite number, got {_excerpt(value)}")
         return max(0, min(NORM_MAX, value))
     if isinstance(value, str):
         try:
