@@ -10,13 +10,24 @@ calls it natively (``tool_calls``) or writes ``<tool_call>{"name": "computer_use
 Actions: key, type, mouse_move, left_click, left_click_drag, right_click, middle_click,
 double_click, triple_click, scroll, hscroll, wait, terminate, answer.
 
-Coordinates: Qwen3-VL points on a 1000 x 1000 grid over the image it was shown, cells
-0..999 on each axis (the cookbook tells it "The screen's resolution is 1000x1000").
-Cell ``g`` covers ``[g, g + 1)`` thousandths of the image, so it is mapped to the physical
-pixel under the cell's centre: ``px = left + floor((g + 0.5) * width / 1000)`` on the
-working area of the image (the same area and crop the 0..1000 contract of the other tool
-sets uses; ``g + 0.5`` *is* that contract's coordinate, before its integer rounding).
-So 0 is the first pixel, 999 the last, 500 the middle; values outside 0..999 are clamped.
+Coordinates: Qwen3-VL points in relative coordinates 0..1000 over the image it was shown
+(the cookbook tells it "The screen's resolution is 1000x1000"). Its training data were
+quantized with ``round(x / w * 1000)`` (QwenLM/Qwen3-VL
+``qwen-vl-finetune/tools/process_bbox.ipynb``, ``convert_to_qwen2vl_format``), so a value
+``g`` names the pixel at ``g / 1000`` of the image, the inverse the cookbook and
+trycua/cua (``cua_agent/loops/generic_vlm.py``, ``_unnormalize_coordinate``) use:
+``px = left + min(width - 1, round(g * width / 1000))`` on the working area of the image
+(the same area and crop the 0..1000 contract of the other tool sets uses). So 0 is the
+first pixel, 1000 the last (clamped onto it), 500 the middle; values outside 0..1000 are
+clamped, non-finite ones refused. The payload reports the point back in the same grid
+(``round(dx / width * 1000)``, the training data's formula), so the model reads its own
+value back.
+
+This differs from :meth:`deskpilot.geometry.Mapping.norm_to_physical`
+(``floor(nx * width / 1000)``, whose inverse is the pixel centre's
+``round((px + 0.5) * 1000 / width)``) by at most one pixel: that contract is deskpilot's
+own, self-consistent for the tool sets whose prompt deskpilot writes, while Qwen3-VL's
+grid is fixed by how its data were made.
 
 ``terminate`` (status success/failure) and ``answer`` (text) end the run with the
 model's own status (:attr:`ToolOutcome.final`).
@@ -43,9 +54,9 @@ from deskpilot.agent.tools._core import (
 from deskpilot.geometry import Mapping
 from deskpilot.input import perform
 
-__all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "qwen_system_prompt", "qwen_toolset"]
+__all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "physical_to_grid", "qwen_system_prompt", "qwen_toolset"]
 
-#: Cells per axis of Qwen3-VL's coordinate grid (0..999).
+#: The far end of Qwen3-VL's relative coordinates on each axis (0..1000).
 QWEN_GRID = 1000
 
 ACTIONS = (
@@ -145,14 +156,24 @@ def qwen_system_prompt() -> str:
 
 
 def grid_to_physical(mapping: Mapping, gx: float, gy: float) -> tuple[int, int]:
-    """A Qwen grid point (0..999 each) -> the physical pixel under the cell's centre."""
+    """A Qwen3-VL point (0..1000 each, clamped) -> the physical pixel at ``g / 1000`` of the area."""
     a = mapping.area
-    cx = min(QWEN_GRID - 1.0, max(0.0, gx)) + 0.5
-    cy = min(QWEN_GRID - 1.0, max(0.0, gy)) + 0.5
+    fx = min(float(QWEN_GRID), max(0.0, gx)) / QWEN_GRID
+    fy = min(float(QWEN_GRID), max(0.0, gy)) / QWEN_GRID
     return (
-        a.left + min(a.width - 1, math.floor(cx * a.width / QWEN_GRID)),
-        a.top + min(a.height - 1, math.floor(cy * a.height / QWEN_GRID)),
+        a.left + min(a.width - 1, round(fx * a.width)),
+        a.top + min(a.height - 1, round(fy * a.height)),
     )
+
+
+def physical_to_grid(mapping: Mapping, px: int, py: int) -> list[int]:
+    """A physical pixel -> Qwen3-VL's 0..1000 point for it (``round(x / w * 1000)``, the
+    quantization of its training data), what the payload reports back."""
+    a = mapping.area
+    return [
+        max(0, min(QWEN_GRID, round((px - a.left) / a.width * QWEN_GRID))),
+        max(0, min(QWEN_GRID, round((py - a.top) / a.height * QWEN_GRID))),
+    ]
 
 
 def _finite(value: Any) -> TypeGuard[int | float]:
@@ -178,7 +199,7 @@ def _point(
     if value is None:
         if required:
             raise ToolError(
-                "missing_box", f"{key} [x, y] (0..999) is required for action={args.get('action')}"
+                "missing_box", f"{key} [x, y] (0..1000) is required for action={args.get('action')}"
             )
         return None
     if isinstance(value, str):
@@ -191,12 +212,12 @@ def _point(
     if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_finite(v) for v in value):
         # nan, inf and numbers too large for a double are refused, never clamped onto an
         # edge and clicked (trycua/cua performs nothing for them either).
-        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..999, got {_shown(value)}")
+        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..1000, got {_shown(value)}")
     return float(value[0]), float(value[1])
 
 
 def _norm(mapping: Mapping, x: int, y: int) -> list[int]:
-    return list(mapping.physical_to_norm(x, y))
+    return physical_to_grid(mapping, x, y)
 
 
 def _notches(args: dict[str, Any]) -> int:

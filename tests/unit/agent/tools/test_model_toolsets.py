@@ -17,7 +17,7 @@ import pytest
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent.client._toolcalls import reasoning_tool_calls, split_content_tool_calls
-from deskpilot.agent.tools._qwen import grid_to_physical
+from deskpilot.agent.tools._qwen import grid_to_physical, physical_to_grid
 from deskpilot.agent.tools._uitars import parse_uitars, smart_resize, to_physical
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.geometry import Mapping, Rect
@@ -65,16 +65,45 @@ def inside_target(point: tuple[int, int]) -> bool:
 # -- Qwen3-VL computer_use -----------------------------------------------------------------------------
 
 
-def test_qwen_grid_maps_cell_centres_onto_physical_pixels() -> None:
+def test_qwen_grid_maps_g_to_g_over_1000_of_the_image() -> None:
+    """Qwen3-VL's value g names the pixel at g / 1000 of the image.
+
+    Source: QwenLM/Qwen3-VL ``qwen-vl-finetune/tools/process_bbox.ipynb``
+    (``convert_to_qwen2vl_format``) made the training data with
+    ``round(x / w * 1000)``; its inverse ``g / 1000 * w`` is what trycua/cua maps with
+    (``libs/python/agent/cua_agent/loops/generic_vlm.py``, ``_unnormalize_coordinate``:
+    ``round((x / 1000.0) * width)``). deskpilot mapped ``floor((g + 0.5) * w / 1000)``:
+    half a cell right and down, [0, 0] -> (1, 1) on a 4K screen and the last row and
+    column out of reach.
+    """
     full = Mapping(Rect(-1920, 0, 1920, 1080), 1536, 864)
     assert grid_to_physical(full, 0, 0) == (-1920, 0)
-    assert grid_to_physical(full, 999, 999) == (-1, 1079)
-    assert grid_to_physical(full, 500, 500) == (-1920 + 960, 540)  # floor(500.5 * 1.92)
-    assert grid_to_physical(full, 2000, -5) == (-1, 0)  # clamped into the grid
+    assert grid_to_physical(full, 1000, 1000) == (-1, 1079)  # the last pixel, clamped onto it
+    assert grid_to_physical(full, 500, 500) == (-1920 + 960, 540)
+    assert grid_to_physical(full, 999, 999) == (-1920 + 1918, 1079)  # round(1918.08), round(1078.92)
+    assert grid_to_physical(full, 2000, -5) == (-1, 0)  # clamped into 0..1000
+    uhd = Mapping(Rect(0, 0, 3840, 2160), 1536, 864)
+    assert grid_to_physical(uhd, 0, 0) == (0, 0)
+    assert grid_to_physical(uhd, 1000, 1000) == (3839, 2159)
+    assert grid_to_physical(uhd, 333, 667) == (1279, 1441)  # round(1278.72), round(1440.72)
     crop = Mapping(Rect(100, 50, 1000, 500), 1000, 500)  # a crop sandbox: the grid covers it only
     assert grid_to_physical(crop, 0, 0) == (100, 50)
-    assert grid_to_physical(crop, 999, 999) == (1099, 549)
+    assert grid_to_physical(crop, 1000, 1000) == (1099, 549)
     assert grid_to_physical(crop, 250, 500) == (100 + 250, 50 + 250)
+    for width in (1280, 1920, 2560, 3840):
+        area = Mapping(Rect(0, 0, width, width * 9 // 16), 1536, 864)
+        for x in range(0, width, 7):
+            # The official quantization, then deskpilot's inverse: back on the pixel, or
+            # within the half grid cell that pixel shares with its neighbours.
+            g = round(x / width * 1000)
+            px, _ = grid_to_physical(area, g, 0)
+            assert abs(px - x) <= width / 2000 + 0.5, (width, x, g, px)
+        if width * 9 // 16 < 1000:
+            continue  # fewer pixels than grid values: not every value has its own pixel
+        for g in range(0, 1000):
+            # The payload reports the model's own value back.
+            px, py = grid_to_physical(area, g, g)
+            assert physical_to_grid(area, px, py) == [g, g], (width, g)
 
 
 @pytest.mark.parametrize("style", ["native", "content"])
