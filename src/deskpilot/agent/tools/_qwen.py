@@ -76,7 +76,11 @@ ACTIONS = (
     "answer",
 )
 
-# The cookbook's function description, with the resolution line it uses for Qwen3-VL.
+# The official definition, word for word: QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py
+# (class ComputerUse, the qwen_agent tool the cookbook registers as "computer_use"), with the
+# resolution the cookbook uses for Qwen3-VL (1000x1000). The model was trained on this text:
+# deskpilot's differences (triple_click really triple-clicks) are said in the system prompt
+# (prompts/qwen_system.txt), not by editing the trained schema.
 _DESCRIPTION = """\
 Use a mouse and keyboard to interact with a computer, and take screenshots.
 * This is an interface to a desktop GUI. You do not have access to a terminal or applications menu. You must click on desktop icons to start applications.
@@ -84,7 +88,7 @@ Use a mouse and keyboard to interact with a computer, and take screenshots.
 * The screen's resolution is 1000x1000.
 * Whenever you intend to move the cursor to click on an element like an icon, you should consult a screenshot to determine the coordinates of the element before moving the cursor.
 * If you tried clicking on a program or link but it failed to load, even after waiting, try adjusting your cursor position so that the tip of the cursor visually falls on the element that you want to click.
-* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges unless asked."""
+* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges."""
 
 _ACTION_DESCRIPTION = """\
 The action to perform. The available actions are:
@@ -96,7 +100,7 @@ The action to perform. The available actions are:
 * `right_click`: Click the right mouse button at a specified (x, y) pixel coordinate on the screen.
 * `middle_click`: Click the middle mouse button at a specified (x, y) pixel coordinate on the screen.
 * `double_click`: Double-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
-* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen (simulated as double-click since it's the closest action).
 * `scroll`: Performs a scroll of the mouse scroll wheel.
 * `hscroll`: Performs a horizontal scroll (mapped to regular scroll).
 * `wait`: Wait specified seconds for the change to happen.
@@ -135,24 +139,15 @@ PARAMETERS: dict[str, Any] = {
     "type": "object",
 }
 
-_SYSTEM = """\
-You are a helpful assistant that operates a computer to complete the user's task.
-You see one screenshot at a time and act through the computer_use function: one call per reply.
-After each action you receive the result and a new screenshot. When the task is done, call
-computer_use with action=terminate and status=success (or action=answer with the answer when the
-task asks a question); when it cannot be done, action=terminate with status=failure.
-
-{security}"""
-
 # Scroll amounts: Qwen's agents hand `pixels` to pyautogui.scroll, whose unit is one wheel
 # notch ("click"); larger values (a model thinking in screen pixels) count 100 per notch.
 _MAX_NOTCHES = 50
 
 
 def qwen_system_prompt() -> str:
-    from deskpilot.agent._prompts import SECURITY_NOTE
+    from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt
 
-    return _SYSTEM.format(security=SECURITY_NOTE)
+    return load_prompt("qwen_system").format(security=SECURITY_NOTE)
 
 
 def grid_to_physical(mapping: Mapping, gx: float, gy: float) -> tuple[int, int]:

@@ -17,6 +17,7 @@ import pytest
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent.client._toolcalls import reasoning_tool_calls, split_content_tool_calls
+from deskpilot.agent.tools._core import toolset
 from deskpilot.agent.tools._qwen import grid_to_physical, physical_to_grid
 from deskpilot.agent.tools._uitars import parse_uitars, smart_resize, to_physical
 from deskpilot.commands.run import _EXIT_CODES
@@ -186,6 +187,68 @@ def test_qwen_every_pointer_action_maps_through_the_grid(tmp_path: Path) -> None
     last = [m for m in srv.requests[-1].messages if m.get("role") == "tool"]
     bogus = orjson.loads(last[-1]["content"])
     assert bogus["ok"] is False and bogus["error"]["type"] == "invalid_args"
+
+
+# QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py, class ComputerUse (the qwen_agent tool
+# the computer_use cookbook registers), copied word for word; the resolution is the one the
+# cookbook gives Qwen3-VL (display 1000x1000).
+OFFICIAL_COMPUTER_USE_DESCRIPTION = """\
+Use a mouse and keyboard to interact with a computer, and take screenshots.
+* This is an interface to a desktop GUI. You do not have access to a terminal or applications menu. You must click on desktop icons to start applications.
+* Some applications may take time to start or process actions, so you may need to wait and take successive screenshots to see the results of your actions. E.g. if you click on Firefox and a window doesn't open, try wait and taking another screenshot.
+* The screen's resolution is 1000x1000.
+* Whenever you intend to move the cursor to click on an element like an icon, you should consult a screenshot to determine the coordinates of the element before moving the cursor.
+* If you tried clicking on a program or link but it failed to load, even after waiting, try adjusting your cursor position so that the tip of the cursor visually falls on the element that you want to click.
+* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges."""
+OFFICIAL_COMPUTER_USE_ACTIONS = """\
+The action to perform. The available actions are:
+* `key`: Performs key down presses on the arguments passed in order, then performs key releases in reverse order.
+* `type`: Type a string of text on the keyboard.
+* `mouse_move`: Move the cursor to a specified (x, y) pixel coordinate on the screen.
+* `left_click`: Click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `left_click_drag`: Click and drag the cursor to a specified (x, y) pixel coordinate on the screen.
+* `right_click`: Click the right mouse button at a specified (x, y) pixel coordinate on the screen.
+* `middle_click`: Click the middle mouse button at a specified (x, y) pixel coordinate on the screen.
+* `double_click`: Double-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen (simulated as double-click since it's the closest action).
+* `scroll`: Performs a scroll of the mouse scroll wheel.
+* `hscroll`: Performs a horizontal scroll (mapped to regular scroll).
+* `wait`: Wait specified seconds for the change to happen.
+* `terminate`: Terminate the current task and report its completion status.
+* `answer`: Answer a question."""
+
+
+def test_qwen_computer_use_schema_is_the_official_definition() -> None:
+    """The ``computer_use`` tool deskpilot sends is the definition Qwen3-VL was trained on.
+
+    Source: QwenLM/Qwen3-VL ``cookbooks/utils/agent_function_call.py`` (``ComputerUse``:
+    its ``description`` and ``parameters``). deskpilot's copy had drifted in two places: the
+    last bullet ended "unless asked" (``MobileUse``'s wording) and ``triple_click`` had lost
+    "(simulated as double-click since it's the closest action)". deskpilot really
+    triple-clicks: its system prompt says so instead of an edited schema.
+    """
+    tool = toolset("qwen").get("computer_use")
+    assert tool is not None
+    assert tool.description == OFFICIAL_COMPUTER_USE_DESCRIPTION
+    props = tool.parameters["properties"]
+    assert props["action"]["description"] == OFFICIAL_COMPUTER_USE_ACTIONS
+    assert props["keys"] == {"description": "Required only by `action=key`.", "type": "array"}
+    assert props["text"] == {"description": "Required only by `action=type` and `action=answer`.", "type": "string"}
+    assert props["coordinate"] == {
+        "description": "(x, y): The x (pixels from the left edge) and y (pixels from the top edge) "
+        "coordinates to move the mouse to.",
+        "type": "array",
+    }
+    assert props["pixels"]["description"] == (
+        "The amount of scrolling to perform. Positive values scroll up, negative values scroll down. "
+        "Required only by `action=scroll` and `action=hscroll`."
+    )
+    assert list(props) == ["action", "keys", "text", "coordinate", "pixels", "time", "status"]
+    assert tool.parameters["required"] == ["action"]
+    prompt = toolset("qwen").prompt or ""
+    assert "triple_click really clicks three times" in prompt
+    assert "unless asked" not in tool.description
+
 
 
 # -- UI-TARS ---------------------------------------------------------------------------------------------
