@@ -119,6 +119,8 @@ def test_team_executor_tools_refuse_and_send_nothing(variant: str, bad: Any) -> 
         "click(start_box='(1,2,nan,4)')",
         "scroll(start_box='(nan,5)', direction='down')",
         "drag(start_box='(5,5)', end_box='(inf,5)')",
+        "click(point='<point>nan 500</point>')",
+        "click(start_box='<bbox>1 2 inf 4</bbox>')",
     ],
 )
 def test_uitars_refuses_and_sends_nothing(toolset_name: str, action: str) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent.client._toolcalls import reasoning_tool_calls, split_content_tool_calls
@@ -311,6 +313,161 @@ def test_uitars_coordinates_per_version() -> None:
 )
 def test_uitars_parser(text: str, expected: list[tuple[str, dict[str, Any]]]) -> None:
     assert [(a.action_type, a.inputs) for a in parse_uitars(text)] == expected
+
+
+DESKTOP = "bytedance/UI-TARS-desktop multimodal/gui-agent/action-parser"
+AGENT_TARS = "bytedance/UI-TARS-desktop multimodal/agent-tars/core"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "source"),
+    [
+        pytest.param(
+            "Thought: go\nAction: click(start_box='<bbox>637 964 637 964</bbox>')",
+            [("click", {"start_box": [637.0, 964.0, 637.0, 964.0]})],
+            f"{DESKTOP}/test/defaultActionParser.test.ts '<bbox> but no comma'; "
+            "src/ActionParserHelper.ts parseRoughFromCallString: <bbox> tags dropped, spaces -> commas",
+            id="bbox",
+        ),
+        pytest.param(
+            "Thought: I need to click this button\nAction\uff1aclick(start_box='(100,200)')",
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts 'should handle with Chinese colon (1)'; "
+            "packages/ui-tars/action-parser/src/actionParser.ts: text.split(/Action[:\uff1a]/)",
+            id="full-width-colon",
+        ),
+        pytest.param(
+            "\n\nAction\uff1aclick(start_box='<bbox>191 21 191 21</bbox>')",
+            [("click", {"start_box": [191.0, 21.0, 191.0, 21.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts 'should handle with Chinese colon (2)'",
+            id="full-width-colon-bbox",
+        ),
+        pytest.param(
+            'click(start_box="(100,200)")',
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts \"should handle input without 'Action:'\"; "
+            "src/FomatParsers.ts FallbackFormatParser: the first name(...) call in the reply",
+            id="no-action-line",
+        ),
+        pytest.param(
+            "Thought: The box is focused, type.\nAction: type(text='hello')",
+            [("type", {"content": "hello"})],
+            "bytedance/UI-TARS-desktop multimodal/gui-agent/shared/src/utils/actions.ts "
+            "unifyActionInputName: text -> content",
+            id="type-text",
+        ),
+        pytest.param(
+            "Thought: t\nAction: type(text='it's here')",
+            [("type", {"content": "it's here"})],
+            "unifyActionInputName (text -> content) with ui_tars's unescaped-quote handling of content",
+            id="type-text-quote",
+        ),
+        pytest.param(
+            "<Thought>I need to perform this action</Thought>\nAction_Summary: Click and type text\n"
+            "Action: click(start_box='(100,200)')\n</Output>",
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/defaultActionParser.test.ts 'O1 mode'; src/FomatParsers.ts O1FormatParser: "
+            "/Action:\\s*([\\s\\S]*?)\\s*<\\/Output>/",
+            id="trailing-output",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>510 150<point>')",
+            [("click", {"start_box": [510.0, 150.0]})],
+            f"{DESKTOP}/src/ActionParserHelper.ts parseCoordinates: strips the tag's characters "
+            "(/[()[\\]<point></point>]/g), whatever closes it",
+            id="point-without-slash",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>150 315",
+            [("click", {"start_box": [150.0, 315.0]})],
+            f"{AGENT_TARS}/src/environments/local/browser/browser-gui-agent.ts pointPatterns: "
+            "'Missing closing tag and quote'",
+            id="point-without-closing-tag",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>150 315</point>",
+            [("click", {"start_box": [150.0, 315.0]})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse click action with missing quote'",
+            id="missing-closing-quote",
+        ),
+        pytest.param(
+            "Thought: t\nAction: scroll(direction='up",
+            [("scroll", {"direction": "up"})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse scroll action with missing quote'",
+            id="missing-quote-and-parenthesis",
+        ),
+        pytest.param(
+            "Thought: t\nAction: hotkey(key='ctrl c'",
+            [("hotkey", {"key": "ctrl c"})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse key action with missing quote' "
+            "(key(key='Ctrl+C' ); bytedance/UI-TARS codes/ui_tars/action_parser.py appends the missing ')'",
+            id="missing-closing-parenthesis",
+        ),
+        pytest.param(
+            "Thought: t\nAction: drag(start_point='<point>100 200</point>' end_point='<point>300 400</point>')",
+            [("drag", {"start_box": [100.0, 200.0], "end_box": [300.0, 400.0]})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse drag action' (no comma)",
+            id="missing-comma",
+        ),
+        pytest.param(
+            "Thought: t\nAction: drag(start_box='(1,2)' end_box='(3,4)')",
+            [("drag", {"start_box": [1.0, 2.0], "end_box": [3.0, 4.0]})],
+            "the same form with start_box/end_box",
+            id="missing-comma-boxes",
+        ),
+    ],
+)
+def test_uitars_reads_the_forms_bytedances_parsers_accept(
+    text: str, expected: list[tuple[str, dict[str, Any]]], source: str
+) -> None:
+    """Each form ByteDance's current parsers accept is read as they read it (``source``).
+
+    deskpilot's port of ``codes/ui_tars/action_parser.py`` answered each of these with "no
+    action" or a parse error, while the parsers ByteDance ships today
+    (bytedance/UI-TARS-desktop: the ``@ui-tars/action-parser`` package, the GUI agent's
+    DefaultActionParser with its format chain, agent-tars's browser parser) act on them.
+    """
+    assert source
+    assert [(a.action_type, a.inputs) for a in parse_uitars(text)] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Action:", "Action\uff1a", "click(", "type(", "drag(", "text=", "start_box=", "point=", "'", '"', ")",
+             "(", ",", " ", "\n\n", "<point>", "</point>", "<bbox>", "</bbox>", "</Output>", "1", "nan", "\\"]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_uitars_parser_reads_or_refuses_any_text(text: str) -> None:
+    # The tolerant reading never loops, never raises anything but the error the model is told.
+    try:
+        actions = parse_uitars(text)
+    except ValueError:
+        return
+    assert all(isinstance(a.action_type, str) for a in actions)
+
+
+def test_uitars_forms_that_name_no_action_stay_no_action() -> None:
+    # ByteDance's FallbackFormatParser throws "No valid GUI action string was detected" and an
+    # empty Action: gets "There is no GUI action detected"
+    # (multimodal/gui-agent/action-parser/test/hallucinationCases.test.ts): nothing is done.
+    assert parse_uitars("Thought: Empty action\nAction:") == []
+    assert parse_uitars("I would print(x) here, but the task is done.") == []
+    thought = parse_uitars("<Thought>look</Thought>\nAction: wait()\n</Output>")[0].thought
+    assert thought == "look"
+
+
+def test_uitars_run_acts_on_a_full_width_colon_and_a_bare_call(tmp_path: Path) -> None:
+    script = [
+        "Thought: The magenta target is in the middle.\nAction\uff1aclick(start_box='<bbox>378 173 378 173</bbox>')",
+        "finished(content='Clicked.')",
+    ]
+    result, _srv, desk = run(tmp_path, script, "uitars")
+    assert result.outcome == "answered" and result.answer == "Clicked.", result.error
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
 
 
 def test_uitars_parser_rejects_unreadable_actions() -> None:
