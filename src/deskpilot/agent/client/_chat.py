@@ -35,6 +35,7 @@ import contextlib
 import email.utils
 import inspect
 import itertools
+import math
 import random
 import re
 import time
@@ -1070,7 +1071,10 @@ def _header_wait(headers: Mapping[str, str]) -> float | None:
     value = headers.get("retry-after-ms")
     if value:
         with contextlib.suppress(ValueError):
-            return max(0.0, float(value) / 1000.0)
+            milliseconds = float(value)
+            # inf, nan and negative values say nothing: absent, like an invalid Retry-After.
+            if math.isfinite(milliseconds) and milliseconds >= 0:
+                return milliseconds / 1000.0
     wait = _retry_after(headers.get("retry-after"))
     if wait is not None:
         return wait
@@ -1097,7 +1101,8 @@ def _duration(value: str | None) -> float | None:
         return None
     text = value.strip().lower()
     with contextlib.suppress(ValueError):
-        return max(0.0, float(text))
+        seconds = float(text)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     parts = _DURATION_PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None

@@ -15,7 +15,7 @@ import httpx
 import orjson
 import pytest
 
-from deskpilot.agent.client._chat import ChatClient, Completion, _retry_after
+from deskpilot.agent.client._chat import ChatClient, Completion, _retry_after, classify_http_error
 from deskpilot.errors import (
     ModelConnectionError,
     ModelHTTPError,
@@ -180,6 +180,18 @@ def test_an_invalid_retry_after_is_treated_as_absent(monkeypatch, header):
     assert len(seen) == 2 and len(waits) == 1
     assert 0.5 <= waits[0] < 1.5  # the first backoff step (1 s, jittered), not the header's value
     assert _retry_after(header) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"retry-after-ms": "inf"}, {"retry-after-ms": "nan"}, {"retry-after-ms": "-5"},
+     {"x-ratelimit-reset-requests": "inf", "x-ratelimit-remaining-requests": "0"},
+     {"x-ratelimit-reset-tokens": "nan"}],
+)
+def test_invalid_rate_limit_headers_are_absent_too(headers):
+    verdict = classify_http_error(429, b"{}", httpx.Headers(headers))
+    assert verdict.kind == "rate_limit" and verdict.wait is None
+    assert classify_http_error(429, b"{}", httpx.Headers({"retry-after-ms": "1500"})).wait == 1.5
 
 
 def test_valid_retry_after_values():
