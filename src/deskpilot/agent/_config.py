@@ -157,7 +157,13 @@ class ScreenSettings:
 class HistorySettings:
     """``[history]``: what stays in the conversation sent each turn."""
 
-    keep_last_screenshots: int = setting(2, env="AGENT_KEEP_LAST_SCREENSHOTS", minimum=1)
+    keep_last_screenshots: int = setting(
+        2,
+        env="AGENT_KEEP_LAST_SCREENSHOTS",
+        minimum=1,
+        help="screenshots kept in the conversation; set explicitly, it also caps the images of any "
+        "request at N (the seeds' meaning), whatever prune_chunk",
+    )
     keep_last_thinks: int = setting(2, env="AGENT_KEEP_LAST_THINKS", minimum=0)
     prune_chunk: int = setting(
         3,
