@@ -528,6 +528,29 @@ def test_uitars_unreadable_action_reaches_the_model_as_the_parse_error(tmp_path:
     assert [e for e in desk.events if e["action"] != "release_all"] == []
 
 
+@pytest.mark.parametrize(
+    ("model", "script"),
+    [
+        ("bytedance/ui-tars-1.5-7b", ["Thought: t\nAction: click(start_box='(378,173)')", "Action: finished(content='ok')"]),
+        ("UI-TARS-7B-DPO", ["Thought: t\nAction: click(start_box='(500,412)')", "Action: finished(content='ok')"]),
+        (
+            "qwen/qwen3-vl-4b",
+            [
+                Reply(tool_calls=[("computer_use", {"action": "left_click", "coordinate": [500, 412]})]),
+                Reply(tool_calls=[("computer_use", {"action": "terminate", "status": "success"})]),
+            ],
+        ),
+    ],
+)
+def test_toolset_auto_speaks_the_models_language(tmp_path: Path, model: str, script: list[Any]) -> None:
+    """``--toolset auto`` picks the tool set from the model id: a UI-TARS or Qwen3-VL answering in
+    its trained language acts instead of ending with unknown_tool / no_action."""
+    result, srv, desk = run(tmp_path, script, "auto", **{"model.model": model})
+    assert result.outcome == "answered", result.error
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
+    assert srv.problems == []
+
+
 def test_uitars_call_user_ends_failed(tmp_path: Path) -> None:
     result, _, _ = run(tmp_path, ["Thought: I need a password.\nAction: call_user()"], "uitars")
     assert result.outcome == "failed"
