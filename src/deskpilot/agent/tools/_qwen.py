@@ -2,7 +2,9 @@
 
 Qwen3-VL is trained on one function, ``computer_use``, with an ``action`` key (the
 QwenLM/Qwen3-VL cookbooks ``computer_use.ipynb`` and qwen-agent's function-call template;
-the tool definition below is the cookbook's, with deskpilot's coordinate note). The model
+the tool definition below is the cookbook's word for word: ``cookbooks/utils/
+agent_function_call.py``, ``ComputerUse``, at the 1000x1000 resolution the cookbook gives
+Qwen3-VL; what deskpilot does differently is said in its system prompt). The model
 calls it natively (``tool_calls``) or writes ``<tool_call>{"name": "computer_use",
 "arguments": {...}}</tool_call>`` into its content; both arrive here as one
 :class:`~deskpilot.agent.client._toolcalls.ToolCall` (the client parses either form).
