@@ -159,6 +159,7 @@ POLICIES: tuple[tuple[int, int], ...] = ((2, 1), (1, 1), (3, 1), (2, 2), (2, 3),
 
 def policy_run(keep: int, chunk: int, turns: int) -> dict[str, Any]:
     """One scripted run of the real agent under a history policy; its ``summary.prefill``."""
+    import dataclasses
     import tempfile
 
     from deskpilot.agent import load_config, run_agent
@@ -177,11 +178,13 @@ def policy_run(keep: int, chunk: int, turns: int) -> dict[str, Any]:
         cfg = load_config(
             flags={"model.endpoint": server.endpoint, "run.runs_dir": tmp, "agent.max_steps": turns + 2,
                    "screen.image_width": 1536, "screen.image_height": 864,
-                   "history.keep_last_screenshots": keep, "history.prune_chunk": chunk,
-                   "run.save_screenshots": False},
+                   "history.prune_chunk": chunk, "run.save_screenshots": False},
             env={},
             search_default=False,
         )
+        # keep set as a default would be, not as a flag: an explicit keep_last_screenshots caps
+        # every request at keep (the seeds' meaning) and would hide the chunk being measured.
+        cfg = dataclasses.replace(cfg, history=dataclasses.replace(cfg.history, keep_last_screenshots=keep))
         result = run_agent(cfg, "Type the digits into the field.", screen_factory=lambda: desk,
                            hands_factory=lambda: desk, handle_signals=False)
     if result.outcome != "answered":

@@ -36,6 +36,7 @@ This module sits at the geometry floor: it imports only :mod:`deskpilot._errors`
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -395,12 +396,21 @@ def from_record(record: Mapping[str, Any]) -> Action:
 # ---------------------------------------------------------------------- argument checks
 
 
+def _finite(value: float) -> bool:
+    """Whether ``value`` is a finite number a double holds (``math.isfinite`` raises
+    OverflowError for an integer too large for one)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def integer(args: Mapping[str, Any], key: str, *, default: int, low: int, high: int) -> int:
     """A whole number ``low..high`` (a float is truncated); absent or null: ``default``."""
     value = args.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise ArgumentError("invalid_args", f"{key} must be a whole number {low}..{high}, got {value!r}")
     result = int(value)
     if not low <= result <= high:
@@ -413,7 +423,7 @@ def number(args: Mapping[str, Any], key: str, *, default: float, low: float, hig
     value = args.get(key, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not _finite(value):
         raise ArgumentError("invalid_args", f"{key} must be a number {low}..{high}, got {value!r}")
     result = float(value)
     if not low <= result <= high:
@@ -422,7 +432,11 @@ def number(args: Mapping[str, Any], key: str, *, default: float, low: float, hig
 
 
 def coordinate(args: Mapping[str, Any], key: str) -> int:
-    """A required 0..1000 coordinate (a numeric string is read), clamped to the range."""
+    """A required 0..1000 coordinate (a numeric string is read), clamped to the range.
+
+    ``nan``, infinities and numbers too large for a double (``"1e1000"``, a 400-digit
+    integer) are refused with ``invalid_args``, never clamped onto an edge.
+    """
     value = args.get(key)
     if value is None:
         raise ArgumentError("invalid_args", f"{key} is required (0..1000)")
@@ -434,7 +448,9 @@ def coordinate(args: Mapping[str, Any], key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ArgumentError("invalid_args", f"{key} must be a number 0..1000, got {value!r}")
     try:
-        return clamp_norm(float(value))
+        # The value itself, not float(value): an integer too large for a double is
+        # refused by clamp_norm instead of raising OverflowError here.
+        return clamp_norm(value)
     except InvalidBoxError as exc:
         raise ArgumentError("invalid_args", f"{key}: {exc}") from None
 

@@ -10,7 +10,8 @@ Formula (documented because replay and audits depend on it). For a working area
 ``(left, top, width, height)``:
 
 * normalized -> physical: ``px = left + min(width - 1, floor(nx * width / 1000))``
-  (``nx`` clamped to 0..1000 first; the same for y). 1000 is the far edge of the
+  (``nx`` clamped to 0..1000 first, the same for y; ``nan``, infinities and numbers
+  no double holds are refused, never clamped). 1000 is the far edge of the
   image, so it maps into the last pixel rather than one past it.
 * physical -> normalized: ``nx = round((px - left + 0.5) * 1000 / width)``, the
   centre of the pixel.
@@ -60,13 +61,38 @@ def _integer(value: Any, what: str) -> int:
         ) from None
 
 
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut short: a 400-digit number is quoted back to the model, bounded."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def _finite(value: float | SupportsFloat, where: str) -> float:
+    """``value`` as a finite float, or :class:`InvalidBoxError`.
+
+    Refused rather than clamped to an edge (clamping ``nan`` or ``inf`` would click the
+    screen's border): ``nan``, infinities, and numbers no double holds (``1e1000`` reads
+    as ``inf``; a 400-digit integer overflows). The peer trycua/cua refuses the same
+    values (libs/python/agent/tests/test_uitars_coordinate_security.py).
+    """
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InvalidBoxError(f"{where} {_shown(value)} is too large to be a coordinate") from None
+    if not math.isfinite(number):
+        raise InvalidBoxError(f"{where} {_shown(value)} is not a finite number")
+    return number
+
+
 def clamp_norm(value: float | SupportsFloat) -> int:
-    """Round and clamp one model coordinate into 0..1000."""
+    """Round and clamp one model coordinate into 0..1000.
+
+    A finite value past an edge is clamped onto it (a model pointing at the border
+    overshoots a little); a non-finite or overflowing one raises :class:`InvalidBoxError`.
+    """
     if isinstance(value, (str, bytes)) or not isinstance(value, (numbers.Real, SupportsFloat)):
         raise InvalidBoxError(f"coordinate {value!r} is not a number")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidBoxError(f"coordinate {value!r} is not a finite number")
+    number = _finite(value, "coordinate")
     return max(0, min(NORM_MAX, round(number)))
 
 
@@ -226,11 +252,8 @@ def _number(value: Any, where: str) -> float:
     # bool is an int subclass; a model writing [true, false] has not named a point.
     # numbers.Real takes numpy integers and floats too (a caller computing boxes with numpy).
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidBoxError(f"{where} must be a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidBoxError(f"{where} must be finite, got {value!r}")
-    return number
+        raise InvalidBoxError(f"{where} must be a number, got {_shown(value)}")
+    return _finite(value, where)
 
 
 def parse_box(value: Any) -> Box:

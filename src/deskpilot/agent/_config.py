@@ -40,6 +40,7 @@ import dataclasses
 import difflib
 import math
 import os
+import re
 import sys
 import types
 import typing
@@ -66,6 +67,7 @@ __all__ = [
     "load_config",
     "register_section",
     "setting",
+    "toolset_for_model",
 ]
 
 DEFAULT_CONFIG_FILE = "deskpilot.toml"
@@ -157,7 +159,13 @@ class ScreenSettings:
 class HistorySettings:
     """``[history]``: what stays in the conversation sent each turn."""
 
-    keep_last_screenshots: int = setting(2, env="AGENT_KEEP_LAST_SCREENSHOTS", minimum=1)
+    keep_last_screenshots: int = setting(
+        2,
+        env="AGENT_KEEP_LAST_SCREENSHOTS",
+        minimum=1,
+        help="screenshots kept in the conversation; set explicitly, it also caps the images of any "
+        "request at N (the seeds' meaning), whatever prune_chunk",
+    )
     keep_last_thinks: int = setting(2, env="AGENT_KEEP_LAST_THINKS", minimum=0)
     prune_chunk: int = setting(
         3,
@@ -177,11 +185,13 @@ class LoopSettings:
     toolset: str = setting(
         "seed000",
         env="AGENT_TOOLSET",
-        choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0"),
+        choices=("seed000", "seed001", "extended", "qwen", "uitars", "uitars-1.0", "auto"),
         # The user-facing names; run records keep the seed ids (golden runs, older runs).
         aliases={"element": "seed000", "pointer": "seed001"},
         help="element (seed000: click_element by box), pointer (seed001: move_mouse + click_mouse), "
-        "extended, qwen (Qwen3-VL computer_use), uitars / uitars-1.0 (UI-TARS action text)",
+        "extended, qwen (Qwen3-VL computer_use), uitars / uitars-1.0 (UI-TARS action text), "
+        "auto (from model.model: UI-TARS ids -> uitars / uitars-1.0, Qwen3-VL / Qwen2.5-VL ids -> qwen, "
+        "others element)",
     )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
     max_seconds: float | None = setting(
@@ -498,6 +508,45 @@ TOOLSET_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# UI-TARS ids: ByteDance-Seed/UI-TARS-1.5-7B, ui-tars-1.5-7b (LM Studio), bytedance-research/
+# UI-TARS-7B-DPO, hf.co/.../UI-TARS-7B-SFT-GGUF (Ollama). The version follows the name; a number
+# followed by "b" is the size (UI-TARS-7B, UI-TARS-72B-DPO: the 1.0 releases name no version).
+_UITARS_ID = re.compile(r"ui[-_ ]?tars", re.IGNORECASE)
+_UITARS_VERSION = re.compile(r"ui[-_ ]?tars[-_ :/]*v?(\d+(?:\.\d+)?)(?![\d.]*b)", re.IGNORECASE)
+# Qwen3-VL and Qwen2.5-VL ids: qwen3-vl-8b-instruct, qwen/qwen3-vl-4b, Qwen/Qwen3-VL-8B-Instruct,
+# qwen3-vl:8b and qwen2.5vl:7b (Ollama), Qwen/Qwen2.5-VL-7B-Instruct, qwen2_5_vl.
+_QWEN_VL_ID = re.compile(r"qwen[-_ ]?(?:3|2[._]?5)[-_ .]?vl", re.IGNORECASE)
+
+
+def toolset_for_model(model: str, default: str = "seed000") -> str:
+    """The tool set a model id names (``--toolset auto``; the table is in the README).
+
+    UI-TARS ids -> ``uitars`` (1.5 and later: absolute pixels on the smart-resized image) or
+    ``uitars-1.0`` (no version or 1.0: relative 0..1000); Qwen3-VL and Qwen2.5-VL ids ->
+    ``qwen`` (``computer_use``); any other id -> ``default``.
+    """
+    if _UITARS_ID.search(model):
+        version = _UITARS_VERSION.search(model)
+        if version is not None and float(version.group(1)) >= 1.5:
+            return "uitars"
+        return "uitars-1.0"
+    if _QWEN_VL_ID.search(model):
+        return "qwen"
+    return default
+
+
+def _resolve_auto_toolset(built: dict[str, Any], sources: dict[str, str]) -> None:
+    """``agent.toolset = "auto"``: the tool set the model id names, resolved once here so the
+    run, its records and a replay all see the concrete one."""
+    loop: LoopSettings = built["agent"]
+    if loop.toolset != "auto":
+        return
+    model = built["model"].model
+    chosen = toolset_for_model(model)
+    built["agent"] = dataclasses.replace(loop, toolset=chosen)
+    sources["agent.toolset"] = f"{sources.get('agent.toolset', 'default')} (auto: {chosen} for model {model!r})"
+
+
 def _apply_toolset_defaults(built: dict[str, Any], sources: dict[str, str]) -> None:
     toolset = built["agent"].toolset
     for key, value in TOOLSET_DEFAULTS.get(toolset, {}).items():
@@ -552,6 +601,7 @@ def load_config(
         name: _build_section(name, cls, flags, env, data.get(name, {}), label, sources)
         for name, cls in _SECTIONS.items()
     }
+    _resolve_auto_toolset(built, sources)
     _apply_toolset_defaults(built, sources)
     loop: LoopSettings = built["agent"]
     if loop.settle_max < loop.settle_min:

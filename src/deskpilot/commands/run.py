@@ -55,10 +55,11 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("agent")
     g.add_argument("--mode", help="single (default); team and stateless when installed (AGENT_MODE)")
     g.add_argument("--toolset", choices=("element", "pointer", "extended", "qwen", "uitars", "uitars-1.0",
-                                         "seed000", "seed001"), metavar="NAME",
+                                         "auto", "seed000", "seed001"), metavar="NAME",
                    help="tool set: element (default; click_element by box, alias seed000), pointer (move_mouse + "
-                   "click_mouse, alias seed001), extended, qwen / uitars / uitars-1.0 (the models' own formats) "
-                   "(AGENT_TOOLSET)")
+                   "click_mouse, alias seed001), extended, qwen / uitars / uitars-1.0 (the models' own formats), "
+                   "auto (chosen from the model id: UI-TARS -> uitars / uitars-1.0, Qwen3-VL / Qwen2.5-VL -> qwen, "
+                   "otherwise element) (AGENT_TOOLSET)")
     g.add_argument("--temperature", type=float, help="sampling temperature (LMSTUDIO_TEMPERATURE)")
     g.add_argument("--max-tokens", dest="max_tokens", type=int, help="completion token limit (LMSTUDIO_MAX_TOKENS)")
     g.add_argument("--max-steps", dest="max_steps", type=int, help="model requests per run (AGENT_MAX_STEPS)")

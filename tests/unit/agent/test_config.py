@@ -16,6 +16,7 @@ from deskpilot.agent._config import (
     registered_sections,
     setting,
     settings_table,
+    toolset_for_model,
 )
 from deskpilot.errors import ConfigError
 
@@ -272,3 +273,51 @@ def test_legacy_unset_maps_only_the_listed_numbers_of_an_optional_setting() -> N
         from deskpilot.agent import _config
 
         _config._SECTIONS.pop("legacy", None)
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [
+        # UI-TARS-1.5 and later: LM Studio, vLLM / Hugging Face, Ollama (hf.co GGUF) spellings
+        ("ui-tars-1.5-7b", "uitars"),
+        ("bytedance/ui-tars-1.5-7b", "uitars"),
+        ("ByteDance-Seed/UI-TARS-1.5-7B", "uitars"),
+        ("hf.co/mradermacher/UI-TARS-1.5-7B-GGUF:Q4_K_M", "uitars"),
+        ("ui_tars_1.5_7b", "uitars"),
+        ("UI-TARS-2", "uitars"),
+        # UI-TARS 1.0 (the releases name no version; the number before "B" is the size)
+        ("UI-TARS-7B-DPO", "uitars-1.0"),
+        ("bytedance-research/UI-TARS-72B-SFT", "uitars-1.0"),
+        ("ui-tars-2b-sft", "uitars-1.0"),
+        ("ui-tars:7b", "uitars-1.0"),
+        ("ui-tars-1.0-7b", "uitars-1.0"),
+        # Qwen3-VL and Qwen2.5-VL
+        ("qwen3-vl-8b-instruct", "qwen"),
+        ("qwen/qwen3-vl-4b", "qwen"),
+        ("Qwen/Qwen3-VL-8B-Instruct", "qwen"),
+        ("qwen3-vl:8b", "qwen"),
+        ("qwen3-vl-235b-a22b-thinking", "qwen"),
+        ("qwen2.5vl:7b", "qwen"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "qwen"),
+        ("qwen2_5_vl_7b", "qwen"),
+        # anything else keeps the default tool set
+        ("gpt-4o", "seed000"),
+        ("qwen3-8b", "seed000"),
+        ("Qwen/Qwen2-VL-7B-Instruct", "seed000"),
+        ("llava:13b", "seed000"),
+        ("", "seed000"),
+    ],
+)
+def test_toolset_auto_reads_the_model_id(model: str, expected: str) -> None:
+    assert toolset_for_model(model) == expected
+    cfg = load_config(flags={"agent.toolset": "auto", "model.model": model}, env={}, search_default=False)
+    assert cfg.agent.toolset == expected
+    assert "auto" in cfg.sources["agent.toolset"] and expected in cfg.sources["agent.toolset"]
+
+
+def test_toolset_auto_from_the_environment_and_the_default_unchanged() -> None:
+    cfg = load_config(env={"AGENT_TOOLSET": "auto", "LMSTUDIO_MODEL": "ui-tars-7b-dpo"}, search_default=False)
+    assert cfg.agent.toolset == "uitars-1.0"
+    # Not the default: the default model (qwen3-vl-8b-instruct) would otherwise switch to qwen.
+    default = load_config(env={}, search_default=False)
+    assert default.agent.toolset == "seed000" and default.sources["agent.toolset"] == "default"

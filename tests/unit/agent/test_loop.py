@@ -342,8 +342,8 @@ def test_prefill_per_turn_in_the_records_and_the_summary(tmp_path: Path) -> None
     # The screen changes every turn (typing), so every turn sends an image.
     script = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 583]})])]
     script += [Reply(tool_calls=[("type_text", {"text": str(i)})]) for i in range(7)] + ["Done."]
-    result, _, _ = run(tmp_path, ScriptedPolicy(script), flags={
-        "model.model": "qwen3-vl-8b-instruct", "history.keep_last_screenshots": 2})  # default prune_chunk (3)
+    # The defaults: keep 2, prune_chunk 3 (an explicit keep would cap every request at 2).
+    result, _, _ = run(tmp_path, ScriptedPolicy(script), flags={"model.model": "qwen3-vl-8b-instruct"})
     assert result.outcome == "answered"
     turns = check_run_dir(result)
     prefills = [t["request"]["prefill"] for t in turns if "request" in t]
@@ -437,3 +437,34 @@ def test_settle_signal_is_polling_without_an_x_server_and_damage_on_demand_is_an
     assert "damage" not in turns[1]["settle"]  # settled by polling probes
     result, _, _ = run(tmp_path, ScriptedPolicy(list(script)), flags={"agent.settle_signal": "damage"})
     assert result.outcome == "error" and "settle_signal = damage needs an X11 display" in (result.error or "")
+
+
+def _images_per_request(tmp_path: Path, env: dict[str, str]) -> list[int]:
+    # The click focuses the simulated desktop's field, so each word typed changes the screen.
+    script: list[Any] = [Reply(tool_calls=[("click_element", {"label": "field", "box": [500, 412]})])]
+    script += [Reply(tool_calls=[("type_text", {"text": f"word{i} "})]) for i in range(7)]
+    script.append("Done.")
+    desk = SimulatedDesktop()
+    with ModelServer(ScriptedPolicy(script)) as srv:
+        cfg = load_config(
+            flags={"model.endpoint": srv.endpoint, "run.runs_dir": str(tmp_path / "runs"), "run.quiet": True},
+            env=env,
+            search_default=False,
+        )
+        result = run_agent(cfg, "type", screen_factory=lambda: desk, hands_factory=lambda: desk, handle_signals=False)
+    assert result.outcome == "answered", result.error
+    return [r.image_count for r in srv.requests]
+
+
+def test_an_explicit_keep_last_screenshots_caps_the_images_of_every_request(tmp_path: Path) -> None:
+    """AGENT_KEEP_LAST_SCREENSHOTS=1 keeps the seeds' meaning: at most one image per request.
+
+    Source: the seeds' AGENT_KEEP_LAST_SCREENSHOTS (/work/shared/seeds), set to 1 for a vLLM
+    served with one image per prompt (``--limit-mm-per-prompt image=1``), which rejects a
+    request with more. The cache-aware chunked pruning (keep 2, chunk 3) stays the default
+    when nothing is set, and holds up to 4 images.
+    """
+    explicit = _images_per_request(tmp_path / "explicit", {"AGENT_KEEP_LAST_SCREENSHOTS": "1"})
+    assert max(explicit) == 1 and len(explicit) == 9
+    default = _images_per_request(tmp_path / "default", {})
+    assert max(default) == 4

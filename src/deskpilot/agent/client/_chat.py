@@ -35,6 +35,7 @@ import contextlib
 import email.utils
 import inspect
 import itertools
+import math
 import random
 import re
 import time
@@ -984,18 +985,34 @@ def _excerpt(body: bytes) -> str:
     return text if len(text) <= _BODY_EXCERPT else text[:_BODY_EXCERPT] + "..."
 
 
+#: The longest Retry-After read as a number (about 31 700 years); a longer one is cut to it.
+_LONGEST_RETRY_AFTER = 1e12
+
+
 def _retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
+    """Seconds from a Retry-After header, or None when it has none that is valid.
+
+    RFC 9110 section 10.2.3: ``Retry-After = HTTP-date / delay-seconds`` with
+    ``delay-seconds = 1*DIGIT``. Anything else (``inf``, ``nan``, ``-5``, ``1e3``, garbage)
+    is treated as absent, so the usual backoff applies: ``inf`` read as a number made the run
+    fail at once ("asks to wait inf s"), while ``nan`` slipped through as no wait at all.
+    """
     if not value:
         return None
     value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    if value.isascii() and value.isdigit():
+        try:
+            seconds = int(value)
+        except ValueError:  # more digits than int() reads: no run waits that long anyway
+            return _LONGEST_RETRY_AFTER
+        # Capped so the float holds it; any such wait is refused by _check_wait all the same.
+        return float(min(seconds, _LONGEST_RETRY_AFTER))
+    if not value[:1].isalpha():
+        # An HTTP-date starts with the day's name; a number in any other spelling is invalid.
+        return None
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return max(0.0, when.timestamp() - time.time())
 
@@ -1054,7 +1071,10 @@ def _header_wait(headers: Mapping[str, str]) -> float | None:
     value = headers.get("retry-after-ms")
     if value:
         with contextlib.suppress(ValueError):
-            return max(0.0, float(value) / 1000.0)
+            milliseconds = float(value)
+            # inf, nan and negative values say nothing: absent, like an invalid Retry-After.
+            if math.isfinite(milliseconds) and milliseconds >= 0:
+                return milliseconds / 1000.0
     wait = _retry_after(headers.get("retry-after"))
     if wait is not None:
         return wait
@@ -1081,7 +1101,8 @@ def _duration(value: str | None) -> float | None:
         return None
     text = value.strip().lower()
     with contextlib.suppress(ValueError):
-        return max(0.0, float(text))
+        seconds = float(text)
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
     parts = _DURATION_PART.findall(text)
     if not parts or "".join(n + u for n, u in parts) != text:
         return None

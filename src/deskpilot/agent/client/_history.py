@@ -30,6 +30,12 @@ images: chunk 1 (the seeds' keep-last-N) 2.0, chunk 3 1.33 with 4 images at most
 agent per policy. The class default is 1 (the seeds' behaviour); the agent's
 ``history.prune_chunk`` defaults to 3.
 
+``max_images`` caps the images of any one request, whatever the chunk: the seeds'
+AGENT_KEEP_LAST_SCREENSHOTS=N meant "at most N images per request" (a vLLM served with
+``--limit-mm-per-prompt image=1`` rejects a second one), so an explicit
+``history.keep_last_screenshots`` is passed as the cap too, and the chunked pruning then
+prunes whenever a request would hold more than N. Left unset, the chunked default runs.
+
 Speed: every message is serialized once (orjson) and its bytes kept;
 :meth:`History.build_request` only joins cached parts, so a turn serializes just its new
 messages. An image is base64-encoded once and spliced into its message bytes without
@@ -194,6 +200,7 @@ class History:
         prune_chunk: int = 1,
         tools: Sequence[Mapping[str, Any]] | None = None,
         placeholder: str = "[screenshot omitted: {label}]",
+        max_images: int | None = None,
     ) -> None:
         if keep_last_screenshots is not None and keep_last_screenshots < 1:
             raise ValueError(f"keep_last_screenshots must be >= 1 or None, got {keep_last_screenshots}")
@@ -201,7 +208,11 @@ class History:
             raise ValueError(f"keep_last_thinks must be >= 0 or None, got {keep_last_thinks}")
         if prune_chunk < 1:
             raise ValueError(f"prune_chunk must be >= 1, got {prune_chunk}")
+        if max_images is not None and max_images < 1:
+            raise ValueError(f"max_images must be >= 1 or None, got {max_images}")
         self.keep_last_screenshots = keep_last_screenshots
+        #: The most images any request holds (module doc); None: only the chunked pruning.
+        self.max_images = max_images
         self.keep_last_thinks = keep_last_thinks
         self.prune_chunk = prune_chunk
         self.placeholder = placeholder
@@ -336,13 +347,19 @@ class History:
         live_thinks = [e for e in self._entries if e.has_think]
         keep_images, keep_thinks = self.keep_last_screenshots, self.keep_last_thinks
         slack = self.prune_chunk - 1
-        due = (keep_images is not None and len(live_images) > keep_images + slack) or (
+        image_limit = None if keep_images is None else keep_images + slack
+        if self.max_images is not None:
+            image_limit = self.max_images if image_limit is None else min(image_limit, self.max_images)
+        due = (image_limit is not None and len(live_images) > image_limit) or (
             keep_thinks is not None and len(live_thinks) > keep_thinks + slack
         )
         if not due:
             return
-        if keep_images is not None:
-            for entry in live_images[: max(0, len(live_images) - keep_images)]:
+        keep_now = keep_images
+        if self.max_images is not None:
+            keep_now = self.max_images if keep_now is None else min(keep_now, self.max_images)
+        if keep_now is not None:
+            for entry in live_images[: max(0, len(live_images) - keep_now)]:
                 self._drop_image(entry)
         if keep_thinks is not None:
             for entry in live_thinks[: max(0, len(live_thinks) - keep_thinks)]:

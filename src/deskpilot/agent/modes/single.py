@@ -96,6 +96,10 @@ class SingleMode:
         self.text_protocol = self.tools.text_protocol
         self._images = 0
 
+    def _explicit(self, key: str) -> bool:
+        """Whether ``key`` was set (flag, variable, file, tool set) rather than left at its default."""
+        return self.config.sources.get(key, "default") != "default"
+
     def new_history(self) -> History:
         h = self.config.history
         return History(
@@ -103,6 +107,9 @@ class SingleMode:
             keep_last_screenshots=h.keep_last_screenshots,
             keep_last_thinks=h.keep_last_thinks,
             prune_chunk=h.prune_chunk,
+            # An explicit AGENT_KEEP_LAST_SCREENSHOTS=N keeps the seeds' meaning: at most N
+            # images in any request (the chunked pruning alone may hold N + chunk - 1).
+            max_images=h.keep_last_screenshots if self._explicit("history.keep_last_screenshots") else None,
             tools=None if self.text_protocol is not None else self.tools.schemas(),
         )
 

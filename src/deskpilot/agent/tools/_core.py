@@ -774,6 +774,10 @@ async def execute_tool_call(
     ``action_failed``; cancellation propagates.
     """
     tool = tools.get(name)
+    if tool is None and not name and parse_error is not None:
+        # A reply the tool set could not read names no tool (a UI-TARS ``Action:`` that
+        # does not parse): the model is told what the parser found, not "unknown tool ''".
+        return ToolOutcome(err_payload(*parse_error))
     if tool is None:
         shown = name if name else "<empty>"
         return ToolOutcome(err_payload("unknown_tool", f"unknown tool {shown!r}; available: {', '.join(tools.names)}"))

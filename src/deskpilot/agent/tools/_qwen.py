@@ -2,7 +2,9 @@
 
 Qwen3-VL is trained on one function, ``computer_use``, with an ``action`` key (the
 QwenLM/Qwen3-VL cookbooks ``computer_use.ipynb`` and qwen-agent's function-call template;
-the tool definition below is the cookbook's, with deskpilot's coordinate note). The model
+the tool definition below is the cookbook's word for word: ``cookbooks/utils/
+agent_function_call.py``, ``ComputerUse``, at the 1000x1000 resolution the cookbook gives
+Qwen3-VL; what deskpilot does differently is said in its system prompt). The model
 calls it natively (``tool_calls``) or writes ``<tool_call>{"name": "computer_use",
 "arguments": {...}}</tool_call>`` into its content; both arrive here as one
 :class:`~deskpilot.agent.client._toolcalls.ToolCall` (the client parses either form).
@@ -10,13 +12,24 @@ calls it natively (``tool_calls``) or writes ``<tool_call>{"name": "computer_use
 Actions: key, type, mouse_move, left_click, left_click_drag, right_click, middle_click,
 double_click, triple_click, scroll, hscroll, wait, terminate, answer.
 
-Coordinates: Qwen3-VL points on a 1000 x 1000 grid over the image it was shown, cells
-0..999 on each axis (the cookbook tells it "The screen's resolution is 1000x1000").
-Cell ``g`` covers ``[g, g + 1)`` thousandths of the image, so it is mapped to the physical
-pixel under the cell's centre: ``px = left + floor((g + 0.5) * width / 1000)`` on the
-working area of the image (the same area and crop the 0..1000 contract of the other tool
-sets uses; ``g + 0.5`` *is* that contract's coordinate, before its integer rounding).
-So 0 is the first pixel, 999 the last, 500 the middle; values outside 0..999 are clamped.
+Coordinates: Qwen3-VL points in relative coordinates 0..1000 over the image it was shown
+(the cookbook tells it "The screen's resolution is 1000x1000"). Its training data were
+quantized with ``round(x / w * 1000)`` (QwenLM/Qwen3-VL
+``qwen-vl-finetune/tools/process_bbox.ipynb``, ``convert_to_qwen2vl_format``), so a value
+``g`` names the pixel at ``g / 1000`` of the image, the inverse the cookbook and
+trycua/cua (``cua_agent/loops/generic_vlm.py``, ``_unnormalize_coordinate``) use:
+``px = left + min(width - 1, round(g * width / 1000))`` on the working area of the image
+(the same area and crop the 0..1000 contract of the other tool sets uses). So 0 is the
+first pixel, 1000 the last (clamped onto it), 500 the middle; values outside 0..1000 are
+clamped, non-finite ones refused. The payload reports the point back in the same grid
+(``round(dx / width * 1000)``, the training data's formula), so the model reads its own
+value back.
+
+This differs from :meth:`deskpilot.geometry.Mapping.norm_to_physical`
+(``floor(nx * width / 1000)``, whose inverse is the pixel centre's
+``round((px + 0.5) * 1000 / width)``) by at most one pixel: that contract is deskpilot's
+own, self-consistent for the tool sets whose prompt deskpilot writes, while Qwen3-VL's
+grid is fixed by how its data were made.
 
 ``terminate`` (status success/failure) and ``answer`` (text) end the run with the
 model's own status (:attr:`ToolOutcome.final`).
@@ -27,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent.tools._core import (
@@ -43,9 +56,9 @@ from deskpilot.agent.tools._core import (
 from deskpilot.geometry import Mapping
 from deskpilot.input import perform
 
-__all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "qwen_system_prompt", "qwen_toolset"]
+__all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "physical_to_grid", "qwen_system_prompt", "qwen_toolset"]
 
-#: Cells per axis of Qwen3-VL's coordinate grid (0..999).
+#: The far end of Qwen3-VL's relative coordinates on each axis (0..1000).
 QWEN_GRID = 1000
 
 ACTIONS = (
@@ -65,7 +78,11 @@ ACTIONS = (
     "answer",
 )
 
-# The cookbook's function description, with the resolution line it uses for Qwen3-VL.
+# The official definition, word for word: QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py
+# (class ComputerUse, the qwen_agent tool the cookbook registers as "computer_use"), with the
+# resolution the cookbook uses for Qwen3-VL (1000x1000). The model was trained on this text:
+# deskpilot's differences (triple_click really triple-clicks) are said in the system prompt
+# (prompts/qwen_system.txt), not by editing the trained schema.
 _DESCRIPTION = """\
 Use a mouse and keyboard to interact with a computer, and take screenshots.
 * This is an interface to a desktop GUI. You do not have access to a terminal or applications menu. You must click on desktop icons to start applications.
@@ -73,7 +90,7 @@ Use a mouse and keyboard to interact with a computer, and take screenshots.
 * The screen's resolution is 1000x1000.
 * Whenever you intend to move the cursor to click on an element like an icon, you should consult a screenshot to determine the coordinates of the element before moving the cursor.
 * If you tried clicking on a program or link but it failed to load, even after waiting, try adjusting your cursor position so that the tip of the cursor visually falls on the element that you want to click.
-* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges unless asked."""
+* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges."""
 
 _ACTION_DESCRIPTION = """\
 The action to perform. The available actions are:
@@ -85,7 +102,7 @@ The action to perform. The available actions are:
 * `right_click`: Click the right mouse button at a specified (x, y) pixel coordinate on the screen.
 * `middle_click`: Click the middle mouse button at a specified (x, y) pixel coordinate on the screen.
 * `double_click`: Double-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
-* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen (simulated as double-click since it's the closest action).
 * `scroll`: Performs a scroll of the mouse scroll wheel.
 * `hscroll`: Performs a horizontal scroll (mapped to regular scroll).
 * `wait`: Wait specified seconds for the change to happen.
@@ -124,35 +141,52 @@ PARAMETERS: dict[str, Any] = {
     "type": "object",
 }
 
-_SYSTEM = """\
-You are a helpful assistant that operates a computer to complete the user's task.
-You see one screenshot at a time and act through the computer_use function: one call per reply.
-After each action you receive the result and a new screenshot. When the task is done, call
-computer_use with action=terminate and status=success (or action=answer with the answer when the
-task asks a question); when it cannot be done, action=terminate with status=failure.
-
-{security}"""
-
 # Scroll amounts: Qwen's agents hand `pixels` to pyautogui.scroll, whose unit is one wheel
 # notch ("click"); larger values (a model thinking in screen pixels) count 100 per notch.
 _MAX_NOTCHES = 50
 
 
 def qwen_system_prompt() -> str:
-    from deskpilot.agent._prompts import SECURITY_NOTE
+    from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt
 
-    return _SYSTEM.format(security=SECURITY_NOTE)
+    return load_prompt("qwen_system").format(security=SECURITY_NOTE)
 
 
 def grid_to_physical(mapping: Mapping, gx: float, gy: float) -> tuple[int, int]:
-    """A Qwen grid point (0..999 each) -> the physical pixel under the cell's centre."""
+    """A Qwen3-VL point (0..1000 each, clamped) -> the physical pixel at ``g / 1000`` of the area."""
     a = mapping.area
-    cx = min(QWEN_GRID - 1.0, max(0.0, gx)) + 0.5
-    cy = min(QWEN_GRID - 1.0, max(0.0, gy)) + 0.5
+    fx = min(float(QWEN_GRID), max(0.0, gx)) / QWEN_GRID
+    fy = min(float(QWEN_GRID), max(0.0, gy)) / QWEN_GRID
     return (
-        a.left + min(a.width - 1, math.floor(cx * a.width / QWEN_GRID)),
-        a.top + min(a.height - 1, math.floor(cy * a.height / QWEN_GRID)),
+        a.left + min(a.width - 1, round(fx * a.width)),
+        a.top + min(a.height - 1, round(fy * a.height)),
     )
+
+
+def physical_to_grid(mapping: Mapping, px: int, py: int) -> list[int]:
+    """A physical pixel -> Qwen3-VL's 0..1000 point for it (``round(x / w * 1000)``, the
+    quantization of its training data), what the payload reports back."""
+    a = mapping.area
+    return [
+        max(0, min(QWEN_GRID, round((px - a.left) / a.width * QWEN_GRID))),
+        max(0, min(QWEN_GRID, round((py - a.top) / a.height * QWEN_GRID))),
+    ]
+
+
+def _finite(value: Any) -> TypeGuard[int | float]:
+    """A real number that a double holds finitely (``math.isfinite`` raises OverflowError
+    for an integer too large for one: a 400-digit number is refused like ``inf``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}...({len(text)} characters)"
 
 
 def _point(
@@ -162,7 +196,7 @@ def _point(
     if value is None:
         if required:
             raise ToolError(
-                "missing_box", f"{key} [x, y] (0..999) is required for action={args.get('action')}"
+                "missing_box", f"{key} [x, y] (0..1000) is required for action={args.get('action')}"
             )
         return None
     if isinstance(value, str):
@@ -172,20 +206,15 @@ def _point(
             value = [float(p) for p in parts]
         except ValueError:
             raise ToolError("invalid_box", f"{key} must be [x, y], got {value!r}") from None
-    if (
-        not isinstance(value, (list, tuple))
-        or len(value) != 2
-        or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value
-        )
-    ):
-        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..999, got {value!r}")
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_finite(v) for v in value):
+        # nan, inf and numbers too large for a double are refused, never clamped onto an
+        # edge and clicked (trycua/cua performs nothing for them either).
+        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..1000, got {_shown(value)}")
     return float(value[0]), float(value[1])
 
 
 def _norm(mapping: Mapping, x: int, y: int) -> list[int]:
-    return list(mapping.physical_to_norm(x, y))
+    return physical_to_grid(mapping, x, y)
 
 
 def _notches(args: dict[str, Any]) -> int:
@@ -193,14 +222,9 @@ def _notches(args: dict[str, Any]) -> int:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float))
-        or not math.isfinite(value)
-        or value == 0
-    ):
+    if not _finite(value) or value == 0:
         raise ToolError(
-            "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {value!r}"
+            "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {_shown(value)}"
         )
     size = abs(value)
     notches = size if size <= _MAX_NOTCHES else size / 100

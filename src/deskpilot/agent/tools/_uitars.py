@@ -14,6 +14,14 @@ system prompt). :func:`parse_uitars` ports ``ui_tars/action_parser.py``
 tokens dropped. The call text is read with :func:`ast.parse` (literals only, nothing is
 evaluated), as the original does.
 
+It also reads what ByteDance's current parsers (bytedance/UI-TARS-desktop:
+``@ui-tars/action-parser``, the GUI agent's DefaultActionParser, agent-tars's browser
+parser) accept from a model that slips: ``<bbox>x1 y1 x2 y2</bbox>``, a full-width
+``Action：``, a reply with no ``Action:`` line (its first call of a known action),
+``type(text=...)``, an O1 reply's trailing ``</Output>``, ``<point>x y<point>`` or a
+``<point>`` never closed, a missing closing quote or parenthesis and a missing comma
+between arguments (read by a small scanner when :func:`ast.parse` refuses the text).
+
 Coordinates differ by version, so there are two tool sets:
 
 ``uitars`` (UI-TARS-1.5 and later, the default)
@@ -137,16 +145,62 @@ def smart_resize(
 
 # -- the parser -----------------------------------------------------------------------------------
 
-_POINT = re.compile(r"<point>\s*(-?\d+(?:\.\d+)?)\s+(-?\d+(?:\.\d+)?)\s*</point>")
+# ``<point>x y</point>``; also ``<point>x y<point>`` (the slash forgotten) and ``<point>x y``
+# (the closing tag lost with the quote): bytedance/UI-TARS-desktop's parser strips the tags
+# whatever follows (multimodal/gui-agent/action-parser/src/ActionParserHelper.ts,
+# ``parseCoordinates``; multimodal/agent-tars/core/src/environments/local/browser/
+# browser-gui-agent.ts, ``pointPatterns``).
+_POINT = re.compile(r"<point>\s*(-?\d+(?:\.\d+)?)[\s,]+(-?\d+(?:\.\d+)?)\s*(?:</?point>)?")
+# ``<bbox>x1 y1 x2 y2</bbox>`` (ActionParserHelper.ts, ``parseRoughFromCallString``).
+_BBOX = re.compile(r"<bbox>([^<]*)</bbox>")
 _BOX_TOKENS = re.compile(r"<\|box_start\|>|<\|box_end\|>")
-_TYPE_CONTENT = re.compile(r"type\(content='(.*?)'\)", re.DOTALL)
-_FINISHED_CONTENT = re.compile(r"finished\(content='(.*?)'\)", re.DOTALL)
+# ``Action:`` or the full-width ``Action：`` (packages/ui-tars/action-parser/src/actionParser.ts
+# splits on /Action[:：]/).
+_ACTION_HEAD = re.compile(r"Action[:：]")
+# type/finished with their text: ``content=`` or ``text=`` (the desktop parser maps ``text``
+# onto ``content``: multimodal/gui-agent/shared/src/utils/actions.ts, ``unifyActionInputName``).
+_CONTENT_CALL = re.compile(r"^(type|finished)\(\s*(?:content|text)\s*=\s*'(.*?)'\)", re.DOTALL)
+_CONTENT_UNCLOSED = re.compile(r"^(type|finished)\(\s*(?:content|text)\s*=\s*'(.*?)\)?$", re.DOTALL)
+_CONTENT_HEAD = re.compile(r"^(type|finished)\(\s*(?:content|text)\s*=")
+#: Argument names the desktop parser reads as another (``unifyActionInputName``).
+_INPUT_NAMES = {"text": "content"}
+#: Actions a reply without ``Action:`` may name (the tool sets' own names).
+_ACTION_NAMES = (
+    "click",
+    "left_single",
+    "left_double",
+    "right_single",
+    "drag",
+    "select",
+    "mouse_move",
+    "hover",
+    "hotkey",
+    "press",
+    "type",
+    "scroll",
+    "wait",
+    "finished",
+    "call_user",
+)
+# The desktop parser's FallbackFormatParser finds the first call in a reply without
+# ``Action:`` (\w+\((?:[^()"']|"[^"]*"|'[^']*'|\([^()]*\))*\)); here only a call of a known
+# action counts, so prose such as "print(x)" stays a reply without an action.
+_BARE_CALL = re.compile(
+    r"(?<![\w.])(?:" + "|".join(_ACTION_NAMES) + r")\((?:[^()\"']|\"[^\"]*\"|'[^']*'|\([^()]*\))*\)"
+)
+_LOOSE_HEAD = re.compile(r"\s*([A-Za-z_]\w*)\s*\(")
+_LOOSE_KEY = re.compile(r"[\s,]*([A-Za-z_]\w*)\s*=\s*")
 
 
 def _convert_points(text: str) -> str:
     """``<point>x y</point>`` -> ``(x,y)`` (ui_tars ``convert_point_to_coordinates``)."""
     text = text.replace("[EOS]", "")
     return _POINT.sub(lambda m: f"({m.group(1)},{m.group(2)})", text).strip()
+
+
+def _convert_bboxes(text: str) -> str:
+    """``<bbox>x1 y1 x2 y2</bbox>`` -> ``(x1,y1,x2,y2)``."""
+    return _BBOX.sub(lambda m: "(" + ",".join(m.group(1).replace(",", " ").split()) + ")", text)
 
 
 def _escape_single_quotes(text: str) -> str:
@@ -176,78 +230,174 @@ def _parse_call(action: str) -> tuple[str, dict[str, str]] | None:
     return name, args
 
 
+def _loose_value(body: str, pos: int) -> tuple[str, int]:
+    """The value starting at ``pos`` and where it ends: a quoted string (its closing quote
+    may be missing: then it runs to the end, less the call's closing parenthesis), or bare
+    text up to the next argument (parentheses balanced)."""
+    if pos < len(body) and body[pos] in "'\"":
+        quote, i, out = body[pos], pos + 1, []
+        while i < len(body):
+            char = body[i]
+            if char == "\\" and i + 1 < len(body):
+                # \' and \" are the quote itself; other escapes stay text (\n: the tools read it).
+                out.append(body[i + 1] if body[i + 1] in "'\"" else body[i : i + 2])
+                i += 2
+                continue
+            if char == quote:
+                return "".join(out), i + 1
+            out.append(char)
+            i += 1
+        value = "".join(out).rstrip()
+        return (value[:-1] if value.endswith(")") else value), len(body)
+    depth, i = 0, pos
+    while i < len(body):
+        char = body[i]
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            if depth == 0:
+                break
+            depth -= 1
+        elif depth == 0 and (char == "," or (char.isspace() and _LOOSE_KEY.match(body, i))):
+            break
+        i += 1
+    return body[pos:i].strip(), i
+
+
+def _parse_call_loosely(action: str) -> tuple[str, dict[str, str]] | None:
+    """``name(key='value' ...)`` as a model that slipped writes it: a closing quote or
+    parenthesis missing, no comma between arguments. What bytedance/UI-TARS-desktop's
+    agent-tars reads (multimodal/agent-tars/core/src/environments/local/browser/
+    browser-gui-agent.ts ``parseAction``; its tests/browser/parse-action.test.ts: "missing
+    quote", ``drag(start_point='...' end_point='...')``). None when it is not a call."""
+    head = _LOOSE_HEAD.match(action)
+    if head is None:
+        return None
+    body = action[head.end() :].rstrip()
+    args: dict[str, str] = {}
+    pos = 0
+    while (key := _LOOSE_KEY.match(body, pos)) is not None:
+        quoted = body[key.end() : key.end() + 1] in ("'", '"')
+        value, pos = _loose_value(body, key.end())
+        if not value and not quoted:
+            return None  # ``start_box=)``: a name with no value at all
+        args[key.group(1)] = value
+    if body[pos:].strip(" ,\t") not in ("", ")"):
+        return None
+    return head.group(1), args
+
+
+def _shown(text: str) -> str:
+    """``repr(text)``, cut short: the error goes back to the model, bounded."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else f"{shown[:40]}...({len(text)} characters)"
+
+
 def _numbers(box: str) -> list[float]:
-    cleaned = (
-        _BOX_TOKENS.sub("", box).replace("(", "").replace(")", "").replace("[", "").replace("]", "")
-    )
+    cleaned = _BOX_TOKENS.sub("", box)
+    cleaned = re.sub(r"</?(?:point|bbox)>", " ", cleaned)
+    cleaned = cleaned.replace("(", "").replace(")", "").replace("[", "").replace("]", "")
     parts = [p for p in re.split(r"[,\s]+", cleaned.strip()) if p]
-    return [float(p) for p in parts]
+    numbers = [float(p) for p in parts]
+    if not all(math.isfinite(n) for n in numbers):
+        # nan, inf, 1e1000 and a 400-digit number (float() reads it as inf) are refused:
+        # clamped, they would click the screen's edge. trycua/cua's parse_box_coordinates
+        # returns None for them and performs nothing
+        # (libs/python/agent/tests/test_uitars_coordinate_security.py).
+        raise ValueError(f"{_shown(box)} has a coordinate that is not a finite number")
+    return numbers
+
+
+def _thought(text: str) -> tuple[str | None, str | None]:
+    """``(reflection, thought)`` of a reply (ui_tars ``parse_action_to_structure_output``;
+    ``<Thought>...</Thought>`` as the desktop parser's O1FormatParser reads it)."""
+    until = r"(?=\s*Action[:：]|$)"
+    if text.startswith("Reflection:"):
+        m = re.search(r"Reflection: (.+?)Action_Summary: (.+?)" + until, text, re.DOTALL)
+        return (m.group(1).strip(), m.group(2).strip()) if m else (None, None)
+    if "<Thought>" in text:
+        m = re.search(r"<Thought>\s*(.*?)\s*</Thought>", text, re.DOTALL)
+        return None, (m.group(1).strip() if m else None)
+    pattern = r"Action_Summary: (.+?)" if text.startswith("Action_Summary:") else r"Thought: (.+?)"
+    m = re.search(pattern + until, text, re.DOTALL)
+    return None, (m.group(1).strip() if m else None)
+
+
+def _action_text(text: str) -> str | None:
+    """The reply's action part: after the last ``Action:`` (or ``Action：``), up to an O1
+    reply's ``</Output>``; a reply without ``Action:`` is read for its first call of a known
+    action (None when it has none)."""
+    if _ACTION_HEAD.search(text) is None:
+        bare = _BARE_CALL.search(text)
+        return bare.group(0) if bare is not None else None
+    action_text = _ACTION_HEAD.split(text)[-1]
+    # O1 replies end with </Output> (multimodal/gui-agent/action-parser/src/FomatParsers.ts,
+    # O1FormatParser: /Action:\s*([\s\S]*?)\s*<\/Output>/).
+    return action_text.split("</Output>")[0].strip()
+
+
+def _read_call(raw: str) -> tuple[str, dict[str, str]]:
+    """One action's name and arguments, as ui_tars reads them, then as a slipping model
+    writes them; ValueError when it is neither."""
+    head = _CONTENT_HEAD.match(raw)
+    if head is not None:
+        # The content may hold quotes and newlines the model did not escape.
+        if not raw.endswith(")"):
+            raw += ")"
+        m = _CONTENT_CALL.search(raw) or _CONTENT_UNCLOSED.search(raw)
+        if m is None:
+            raise ValueError(f"cannot read the content of {raw!r}")
+        raw = f"{m.group(1)}(content='{_escape_single_quotes(m.group(2))}')"
+    if not raw.endswith(")"):
+        raw += ")"
+    source = raw.replace("\n", "\\n").lstrip()
+    parsed = _parse_call(source) or _parse_call_loosely(source)
+    if parsed is None:
+        raise ValueError(f"cannot read the action {raw!r}: expected name(key='value', ...)")
+    return parsed
 
 
 def parse_uitars(text: str) -> list[UitarsAction]:
-    """The actions of one UI-TARS reply (``[]`` when it has no ``Action:``).
+    """The actions of one UI-TARS reply (``[]`` when it names none).
 
-    Raises ValueError for an ``Action:`` that cannot be read (the caller tells the model).
+    Raises ValueError for an action that cannot be read (the caller tells the model).
     """
     text = text.strip()
     if "<point>" in text:
         text = _convert_points(text)
+    if "<bbox>" in text:
+        text = _convert_bboxes(text)
     text = _BOX_TOKENS.sub("", text)
     text = text.replace("start_point=", "start_box=").replace("end_point=", "end_box=")
     text = re.sub(r"(?<![\w_])point=", "start_box=", text)
-    if "Action:" not in text:
+    action_text = _action_text(text)
+    if action_text is None:
         return []
-    if text.startswith("Reflection:"):
-        m = re.search(r"Reflection: (.+?)Action_Summary: (.+?)(?=\s*Action: |$)", text, re.DOTALL)
-        reflection, thought = (m.group(1).strip(), m.group(2).strip()) if m else (None, None)
-    else:
-        pattern = (
-            r"Action_Summary: (.+?)(?=\s*Action: |$)"
-            if text.startswith("Action_Summary:")
-            else r"Thought: (.+?)(?=\s*Action: |$)"
-        )
-        m = re.search(pattern, text, re.DOTALL)
-        reflection, thought = None, (m.group(1).strip() if m else None)
-    action_text = text.split("Action:")[-1].strip()
+    reflection, thought = _thought(text)
     actions: list[UitarsAction] = []
     for raw in action_text.split(")\n\n"):
         raw = raw.strip()
         if not raw:
             continue
-        if "type(content" in raw or "finished(content" in raw:
-            # The content may hold quotes and newlines the model did not escape.
-            if not raw.endswith(")"):
-                raw += ")"
-            head = "type" if "type(content" in raw else "finished"
-            content_re = _TYPE_CONTENT if head == "type" else _FINISHED_CONTENT
-            m = content_re.search(raw)
-            if m is None:
-                raise ValueError(f"cannot read the content of {raw!r}")
-            content = _escape_single_quotes(m.group(1))
-            raw = f"{head}(content='{content}')"
-        if not raw.endswith(")"):
-            raw += ")"
-        parsed = _parse_call(raw.replace("\n", "\\n").lstrip())
-        if parsed is None:
-            raise ValueError(f"cannot read the action {raw!r}: expected name(key='value', ...)")
-        name, args = parsed
+        name, args = _read_call(raw)
         inputs: dict[str, Any] = {}
         for key, value in args.items():
             if value == "":
                 continue
+            key = _INPUT_NAMES.get(key.strip(), key.strip())
             value = value.lstrip()
             if "start_box" in key or "end_box" in key:
                 try:
                     numbers = _numbers(value)
-                except ValueError:
-                    raise ValueError(f"{key} of {name} is not a point: {value!r}") from None
+                except ValueError as exc:
+                    raise ValueError(f"{key} of {name} is not a point: {exc}") from None
                 if len(numbers) not in (2, 4):
                     raise ValueError(
                         f"{key} of {name} must be (x,y) or (x1,y1,x2,y2), got {value!r}"
                     )
-                inputs[key.strip()] = numbers
+                inputs[key] = numbers
             else:
-                inputs[key.strip()] = value
+                inputs[key] = value
         actions.append(UitarsAction(name, inputs, thought, reflection))
     return actions
 
@@ -290,6 +440,8 @@ def uitars_calls(text: str, new_id: Callable[[], str]) -> list[ToolCall]:
 
 def to_physical(mapping: Mapping, numbers: list[float], version: str) -> tuple[int, int]:
     """A UI-TARS point or box (its centre) -> the physical pixel, per version (module doc)."""
+    if not all(math.isfinite(n) for n in numbers):
+        raise ValueError(f"UI-TARS coordinates must be finite numbers, got {numbers!r}")
     if len(numbers) == 4:
         x, y = (numbers[0] + numbers[2]) / 2, (numbers[1] + numbers[3]) / 2
     else:
@@ -314,7 +466,10 @@ def _box_arg(args: dict[str, Any], key: str) -> list[float]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) not in (2, 4):
         raise ToolError("missing_box", f"{key}='(x,y)' is required")
-    return [float(v) for v in value]
+    numbers = [float(v) for v in value]
+    if not all(math.isfinite(n) for n in numbers):
+        raise ToolError("invalid_box", f"{key} must hold finite numbers, got {numbers!r}")
+    return numbers
 
 
 def _clicker(

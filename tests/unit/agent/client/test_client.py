@@ -7,13 +7,15 @@ tests/integration/test_testserver.py.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 from collections.abc import Callable
 
 import httpx
 import orjson
 import pytest
 
-from deskpilot.agent.client._chat import ChatClient, Completion, _retry_after
+from deskpilot.agent.client._chat import ChatClient, Completion, _retry_after, classify_http_error
 from deskpilot.errors import (
     ModelConnectionError,
     ModelHTTPError,
@@ -158,6 +160,50 @@ def test_retry_after_is_honoured(monkeypatch):
     assert result.timings.retry_wait_s == 3.0
 
 
+@pytest.mark.parametrize("header", ["inf", "nan", "-inf", "-5", "1e3", "1.5", "garbage", "0x10", "5 s"])
+def test_an_invalid_retry_after_is_treated_as_absent(monkeypatch, header):
+    """RFC 9110 section 10.2.3: ``Retry-After = HTTP-date / delay-seconds``,
+    ``delay-seconds = 1*DIGIT``. Any other value is no Retry-After: the usual jittered
+    backoff applies. Before, ``inf`` was read as a number and the run failed at once ("asks to
+    wait inf s", more than max_retry_after) while ``nan`` passed as a zero wait."""
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def fake_sleep(delay: float) -> None:
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", fake_sleep)
+    result, seen = run([httpx.Response(429, headers={"Retry-After": header}, json={"error": "slow down"}), ok()],
+                       backoff=1.0, max_backoff=100)
+    assert isinstance(result, Completion), result
+    assert len(seen) == 2 and len(waits) == 1
+    assert 0.5 <= waits[0] < 1.5  # the first backoff step (1 s, jittered), not the header's value
+    assert _retry_after(header) is None
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"retry-after-ms": "inf"}, {"retry-after-ms": "nan"}, {"retry-after-ms": "-5"},
+     {"x-ratelimit-reset-requests": "inf", "x-ratelimit-remaining-requests": "0"},
+     {"x-ratelimit-reset-tokens": "nan"}],
+)
+def test_invalid_rate_limit_headers_are_absent_too(headers):
+    verdict = classify_http_error(429, b"{}", httpx.Headers(headers))
+    assert verdict.kind == "rate_limit" and verdict.wait is None
+    assert classify_http_error(429, b"{}", httpx.Headers({"retry-after-ms": "1500"})).wait == 1.5
+
+
+def test_valid_retry_after_values():
+    assert _retry_after("3") == 3.0 and _retry_after(" 0 ") == 0.0
+    assert _retry_after("9" * 400) == 1e12  # valid, and longer than any run waits: refused at once
+    future = email.utils.format_datetime(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=30), usegmt=True)
+    wait = _retry_after(future)
+    assert wait is not None and 25 <= wait <= 31
+    assert _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date already past: no wait
+    assert _retry_after("Wed, 99 Foo 2015") is None and _retry_after("") is None and _retry_after(None) is None
+
+
 def test_backoff_grows_exponentially_with_jitter(monkeypatch):
     waits: list[float] = []
     real_sleep = asyncio.sleep
@@ -174,8 +220,10 @@ def test_backoff_grows_exponentially_with_jitter(monkeypatch):
 
 
 def test_retry_after_parsing():
-    assert _retry_after("2.5") == 2.5
-    assert _retry_after("-3") == 0.0
+    # delay-seconds is 1*DIGIT (RFC 9110): a fraction or a sign makes the header invalid, so absent.
+    assert _retry_after("2.5") is None
+    assert _retry_after("-3") is None
+    assert _retry_after("\uff13") is None  # a full-width digit is not DIGIT
     assert _retry_after(None) is None
     assert _retry_after("soon") is None
     assert 0 <= _retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past

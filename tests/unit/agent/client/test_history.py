@@ -128,6 +128,32 @@ def test_chunked_pruning_prunes_k_at_a_time():
     assert live == [1, 2, 3, 4, 2, 3, 4, 2, 3]
 
 
+def test_max_images_caps_every_request_whatever_the_chunk():
+    """The seeds' AGENT_KEEP_LAST_SCREENSHOTS=N: at most N images in any request.
+
+    Source: the seeds (/work/shared/seeds 000-004, ``AGENT_KEEP_LAST_SCREENSHOTS``) keep the
+    last N screenshots in every request; a vLLM served with ``--limit-mm-per-prompt image=1``
+    rejects a request with two. The chunked pruning alone holds up to keep + chunk - 1.
+    """
+    chunked = History(keep_last_screenshots=1, prune_chunk=3)
+    capped = History(keep_last_screenshots=1, prune_chunk=3, max_images=1)
+    live_chunked, live_capped = [], []
+    for i in range(7):
+        chunked.add_observation(png(i))
+        capped.add_observation(png(i))
+        live_chunked.append(chunked.stats().images_live)
+        live_capped.append(capped.stats().images_live)
+    assert max(live_chunked) == 3
+    assert live_capped == [1] * 7
+    # The cap also bounds a history that keeps every image otherwise.
+    keep_all = History(keep_last_screenshots=None, max_images=2)
+    for i in range(5):
+        keep_all.add_observation(png(i))
+        assert keep_all.stats().images_live <= 2
+    with pytest.raises(ValueError, match="max_images"):
+        History(max_images=0)
+
+
 def _common_prefix(a: bytes, b: bytes) -> int:
     n = min(len(a), len(b))
     i = 0

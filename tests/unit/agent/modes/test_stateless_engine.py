@@ -734,3 +734,35 @@ def test_settings_validation() -> None:
         search_default=False,
     )
     assert cfg.section(StatelessSettings).annotate_timeout == 0
+
+
+def test_a_thinking_model_is_acted_on_by_its_final_answer_not_its_draft(tmp_path: Path) -> None:
+    """A reply whose content is empty and whose reasoning holds the JSON: the last complete
+    reply object there is the model's answer; the first is its draft.
+
+    Source: the seeds' stateless protocol (/work/shared/seeds/004_*: "If parsing fails, it
+    tries to extract the first {...} block") reads the *content*; a thinking model behind a
+    reasoning parser (LM Studio, llama.cpp --reasoning-format, vLLM --reasoning-parser) leaves
+    content empty and drafts its JSON in the reasoning before it settles on the answer, which
+    comes last. Acting on the first block repeated the draft.
+    """
+    draft = reply("Maybe the corner?", click(50, 50))
+    final = reply("No: the target is in the middle.", click(*TARGET))
+    thinking = (
+        f"Let me draft an answer:\n```json\n{draft}\n```\nWait, the corner is empty; the magenta "
+        f"target is in the middle of the screen. Final answer:\n{final}"
+    )
+    boot = reply("I look first.")
+    result, server, desk = run(
+        tmp_path,
+        [{"content": "", "reasoning": thinking}, reply("Clicked, done.", {"name": "done"})],
+        boot_vlm_output=boot,
+    )
+    assert result.outcome == "answered", result.error
+    clicks = [(e["x"], e["y"]) for e in desk.events if e["action"] == "click"]
+    assert len(clicks) == 1 and desk.target_clicks == clicks  # the answer's click, not the draft's
+    recs = records(result.run_dir)
+    from_reasoning = [r for r in recs if r.get("reply", {}).get("from_reasoning")]
+    assert len(from_reasoning) == 1
+    assert from_reasoning[0]["reply"]["observation"] == "No: the target is in the middle."
+    assert not server.problems

@@ -352,3 +352,22 @@ def test_never_crashes_on_any_text(text: str) -> None:
     out = parse_vlm_output(text)
     assert isinstance(out.observation, str)
     orjson.dumps(out.as_record())
+
+
+def test_reasoning_is_read_for_its_last_complete_answer() -> None:
+    """In a thinking model's reasoning the first JSON block is the draft and the last complete
+    one the answer (the seeds read the first block of the content, where there is one answer)."""
+    draft = '{"observation": "draft", "actions": [{"name": "click", "x1": 1, "y1": 2}]}'
+    final = '{"observation": "final", "actions": [{"name": "click", "x1": 500, "y1": 412}]}'
+    cut = '{"observation": "cut short", "actions": [{"name": "cli'
+    text = f"First idea: {draft}. Hmm, no. Answer: {final}\nor maybe {cut}"
+    assert parse_vlm_output(text).observation == "draft"  # the content's rule: the first block
+    out = parse_vlm_output(text, from_reasoning=True)
+    assert out.observation == "final" and out.actions == (Action("click", 500, 412),)
+    fenced = f"```json\n{draft}\n```\nthen\n```json\n{final}\n```"
+    assert parse_vlm_output(fenced, from_reasoning=True).observation == "final"
+    # A nested object after the answer is not an answer of its own.
+    assert parse_vlm_output(f'{draft} {final} {{"note": 1}}', from_reasoning=True).observation == "final"
+    # One block, or the whole text as JSON: the same as from the content.
+    assert parse_vlm_output(final, from_reasoning=True).observation == "final"
+    assert parse_vlm_output(f"thinking... {draft}", from_reasoning=True).observation == "draft"

@@ -14,10 +14,13 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deskpilot.agent import load_config, run_agent
 from deskpilot.agent.client._toolcalls import reasoning_tool_calls, split_content_tool_calls
-from deskpilot.agent.tools._qwen import grid_to_physical
+from deskpilot.agent.tools._core import toolset
+from deskpilot.agent.tools._qwen import grid_to_physical, physical_to_grid
 from deskpilot.agent.tools._uitars import parse_uitars, smart_resize, to_physical
 from deskpilot.commands.run import _EXIT_CODES
 from deskpilot.geometry import Mapping, Rect
@@ -65,16 +68,45 @@ def inside_target(point: tuple[int, int]) -> bool:
 # -- Qwen3-VL computer_use -----------------------------------------------------------------------------
 
 
-def test_qwen_grid_maps_cell_centres_onto_physical_pixels() -> None:
+def test_qwen_grid_maps_g_to_g_over_1000_of_the_image() -> None:
+    """Qwen3-VL's value g names the pixel at g / 1000 of the image.
+
+    Source: QwenLM/Qwen3-VL ``qwen-vl-finetune/tools/process_bbox.ipynb``
+    (``convert_to_qwen2vl_format``) made the training data with
+    ``round(x / w * 1000)``; its inverse ``g / 1000 * w`` is what trycua/cua maps with
+    (``libs/python/agent/cua_agent/loops/generic_vlm.py``, ``_unnormalize_coordinate``:
+    ``round((x / 1000.0) * width)``). deskpilot mapped ``floor((g + 0.5) * w / 1000)``:
+    half a cell right and down, [0, 0] -> (1, 1) on a 4K screen and the last row and
+    column out of reach.
+    """
     full = Mapping(Rect(-1920, 0, 1920, 1080), 1536, 864)
     assert grid_to_physical(full, 0, 0) == (-1920, 0)
-    assert grid_to_physical(full, 999, 999) == (-1, 1079)
-    assert grid_to_physical(full, 500, 500) == (-1920 + 960, 540)  # floor(500.5 * 1.92)
-    assert grid_to_physical(full, 2000, -5) == (-1, 0)  # clamped into the grid
+    assert grid_to_physical(full, 1000, 1000) == (-1, 1079)  # the last pixel, clamped onto it
+    assert grid_to_physical(full, 500, 500) == (-1920 + 960, 540)
+    assert grid_to_physical(full, 999, 999) == (-1920 + 1918, 1079)  # round(1918.08), round(1078.92)
+    assert grid_to_physical(full, 2000, -5) == (-1, 0)  # clamped into 0..1000
+    uhd = Mapping(Rect(0, 0, 3840, 2160), 1536, 864)
+    assert grid_to_physical(uhd, 0, 0) == (0, 0)
+    assert grid_to_physical(uhd, 1000, 1000) == (3839, 2159)
+    assert grid_to_physical(uhd, 333, 667) == (1279, 1441)  # round(1278.72), round(1440.72)
     crop = Mapping(Rect(100, 50, 1000, 500), 1000, 500)  # a crop sandbox: the grid covers it only
     assert grid_to_physical(crop, 0, 0) == (100, 50)
-    assert grid_to_physical(crop, 999, 999) == (1099, 549)
+    assert grid_to_physical(crop, 1000, 1000) == (1099, 549)
     assert grid_to_physical(crop, 250, 500) == (100 + 250, 50 + 250)
+    for width in (1280, 1920, 2560, 3840):
+        area = Mapping(Rect(0, 0, width, width * 9 // 16), 1536, 864)
+        for x in range(0, width, 7):
+            # The official quantization, then deskpilot's inverse: back on the pixel, or
+            # within the half grid cell that pixel shares with its neighbours.
+            g = round(x / width * 1000)
+            px, _ = grid_to_physical(area, g, 0)
+            assert abs(px - x) <= width / 2000 + 0.5, (width, x, g, px)
+        if width * 9 // 16 < 1000:
+            continue  # fewer pixels than grid values: not every value has its own pixel
+        for g in range(0, 1000):
+            # The payload reports the model's own value back.
+            px, py = grid_to_physical(area, g, g)
+            assert physical_to_grid(area, px, py) == [g, g], (width, g)
 
 
 @pytest.mark.parametrize("style", ["native", "content"])
@@ -159,6 +191,68 @@ def test_qwen_every_pointer_action_maps_through_the_grid(tmp_path: Path) -> None
     assert bogus["ok"] is False and bogus["error"]["type"] == "invalid_args"
 
 
+# QwenLM/Qwen3-VL cookbooks/utils/agent_function_call.py, class ComputerUse (the qwen_agent tool
+# the computer_use cookbook registers), copied word for word; the resolution is the one the
+# cookbook gives Qwen3-VL (display 1000x1000).
+OFFICIAL_COMPUTER_USE_DESCRIPTION = """\
+Use a mouse and keyboard to interact with a computer, and take screenshots.
+* This is an interface to a desktop GUI. You do not have access to a terminal or applications menu. You must click on desktop icons to start applications.
+* Some applications may take time to start or process actions, so you may need to wait and take successive screenshots to see the results of your actions. E.g. if you click on Firefox and a window doesn't open, try wait and taking another screenshot.
+* The screen's resolution is 1000x1000.
+* Whenever you intend to move the cursor to click on an element like an icon, you should consult a screenshot to determine the coordinates of the element before moving the cursor.
+* If you tried clicking on a program or link but it failed to load, even after waiting, try adjusting your cursor position so that the tip of the cursor visually falls on the element that you want to click.
+* Make sure to click any buttons, links, icons, etc with the cursor tip in the center of the element. Don't click boxes on their edges."""
+OFFICIAL_COMPUTER_USE_ACTIONS = """\
+The action to perform. The available actions are:
+* `key`: Performs key down presses on the arguments passed in order, then performs key releases in reverse order.
+* `type`: Type a string of text on the keyboard.
+* `mouse_move`: Move the cursor to a specified (x, y) pixel coordinate on the screen.
+* `left_click`: Click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `left_click_drag`: Click and drag the cursor to a specified (x, y) pixel coordinate on the screen.
+* `right_click`: Click the right mouse button at a specified (x, y) pixel coordinate on the screen.
+* `middle_click`: Click the middle mouse button at a specified (x, y) pixel coordinate on the screen.
+* `double_click`: Double-click the left mouse button at a specified (x, y) pixel coordinate on the screen.
+* `triple_click`: Triple-click the left mouse button at a specified (x, y) pixel coordinate on the screen (simulated as double-click since it's the closest action).
+* `scroll`: Performs a scroll of the mouse scroll wheel.
+* `hscroll`: Performs a horizontal scroll (mapped to regular scroll).
+* `wait`: Wait specified seconds for the change to happen.
+* `terminate`: Terminate the current task and report its completion status.
+* `answer`: Answer a question."""
+
+
+def test_qwen_computer_use_schema_is_the_official_definition() -> None:
+    """The ``computer_use`` tool deskpilot sends is the definition Qwen3-VL was trained on.
+
+    Source: QwenLM/Qwen3-VL ``cookbooks/utils/agent_function_call.py`` (``ComputerUse``:
+    its ``description`` and ``parameters``). deskpilot's copy had drifted in two places: the
+    last bullet ended "unless asked" (``MobileUse``'s wording) and ``triple_click`` had lost
+    "(simulated as double-click since it's the closest action)". deskpilot really
+    triple-clicks: its system prompt says so instead of an edited schema.
+    """
+    tool = toolset("qwen").get("computer_use")
+    assert tool is not None
+    assert tool.description == OFFICIAL_COMPUTER_USE_DESCRIPTION
+    props = tool.parameters["properties"]
+    assert props["action"]["description"] == OFFICIAL_COMPUTER_USE_ACTIONS
+    assert props["keys"] == {"description": "Required only by `action=key`.", "type": "array"}
+    assert props["text"] == {"description": "Required only by `action=type` and `action=answer`.", "type": "string"}
+    assert props["coordinate"] == {
+        "description": "(x, y): The x (pixels from the left edge) and y (pixels from the top edge) "
+        "coordinates to move the mouse to.",
+        "type": "array",
+    }
+    assert props["pixels"]["description"] == (
+        "The amount of scrolling to perform. Positive values scroll up, negative values scroll down. "
+        "Required only by `action=scroll` and `action=hscroll`."
+    )
+    assert list(props) == ["action", "keys", "text", "coordinate", "pixels", "time", "status"]
+    assert tool.parameters["required"] == ["action"]
+    prompt = toolset("qwen").prompt or ""
+    assert "triple_click really clicks three times" in prompt
+    assert "unless asked" not in tool.description
+
+
+
 # -- UI-TARS ---------------------------------------------------------------------------------------------
 
 
@@ -221,6 +315,161 @@ def test_uitars_parser(text: str, expected: list[tuple[str, dict[str, Any]]]) ->
     assert [(a.action_type, a.inputs) for a in parse_uitars(text)] == expected
 
 
+DESKTOP = "bytedance/UI-TARS-desktop multimodal/gui-agent/action-parser"
+AGENT_TARS = "bytedance/UI-TARS-desktop multimodal/agent-tars/core"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "source"),
+    [
+        pytest.param(
+            "Thought: go\nAction: click(start_box='<bbox>637 964 637 964</bbox>')",
+            [("click", {"start_box": [637.0, 964.0, 637.0, 964.0]})],
+            f"{DESKTOP}/test/defaultActionParser.test.ts '<bbox> but no comma'; "
+            "src/ActionParserHelper.ts parseRoughFromCallString: <bbox> tags dropped, spaces -> commas",
+            id="bbox",
+        ),
+        pytest.param(
+            "Thought: I need to click this button\nAction\uff1aclick(start_box='(100,200)')",
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts 'should handle with Chinese colon (1)'; "
+            "packages/ui-tars/action-parser/src/actionParser.ts: text.split(/Action[:\uff1a]/)",
+            id="full-width-colon",
+        ),
+        pytest.param(
+            "\n\nAction\uff1aclick(start_box='<bbox>191 21 191 21</bbox>')",
+            [("click", {"start_box": [191.0, 21.0, 191.0, 21.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts 'should handle with Chinese colon (2)'",
+            id="full-width-colon-bbox",
+        ),
+        pytest.param(
+            'click(start_box="(100,200)")',
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/hallucinationCases.test.ts \"should handle input without 'Action:'\"; "
+            "src/FomatParsers.ts FallbackFormatParser: the first name(...) call in the reply",
+            id="no-action-line",
+        ),
+        pytest.param(
+            "Thought: The box is focused, type.\nAction: type(text='hello')",
+            [("type", {"content": "hello"})],
+            "bytedance/UI-TARS-desktop multimodal/gui-agent/shared/src/utils/actions.ts "
+            "unifyActionInputName: text -> content",
+            id="type-text",
+        ),
+        pytest.param(
+            "Thought: t\nAction: type(text='it's here')",
+            [("type", {"content": "it's here"})],
+            "unifyActionInputName (text -> content) with ui_tars's unescaped-quote handling of content",
+            id="type-text-quote",
+        ),
+        pytest.param(
+            "<Thought>I need to perform this action</Thought>\nAction_Summary: Click and type text\n"
+            "Action: click(start_box='(100,200)')\n</Output>",
+            [("click", {"start_box": [100.0, 200.0]})],
+            f"{DESKTOP}/test/defaultActionParser.test.ts 'O1 mode'; src/FomatParsers.ts O1FormatParser: "
+            "/Action:\\s*([\\s\\S]*?)\\s*<\\/Output>/",
+            id="trailing-output",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>510 150<point>')",
+            [("click", {"start_box": [510.0, 150.0]})],
+            f"{DESKTOP}/src/ActionParserHelper.ts parseCoordinates: strips the tag's characters "
+            "(/[()[\\]<point></point>]/g), whatever closes it",
+            id="point-without-slash",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>150 315",
+            [("click", {"start_box": [150.0, 315.0]})],
+            f"{AGENT_TARS}/src/environments/local/browser/browser-gui-agent.ts pointPatterns: "
+            "'Missing closing tag and quote'",
+            id="point-without-closing-tag",
+        ),
+        pytest.param(
+            "Thought: t\nAction: click(point='<point>150 315</point>",
+            [("click", {"start_box": [150.0, 315.0]})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse click action with missing quote'",
+            id="missing-closing-quote",
+        ),
+        pytest.param(
+            "Thought: t\nAction: scroll(direction='up",
+            [("scroll", {"direction": "up"})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse scroll action with missing quote'",
+            id="missing-quote-and-parenthesis",
+        ),
+        pytest.param(
+            "Thought: t\nAction: hotkey(key='ctrl c'",
+            [("hotkey", {"key": "ctrl c"})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse key action with missing quote' "
+            "(key(key='Ctrl+C' ); bytedance/UI-TARS codes/ui_tars/action_parser.py appends the missing ')'",
+            id="missing-closing-parenthesis",
+        ),
+        pytest.param(
+            "Thought: t\nAction: drag(start_point='<point>100 200</point>' end_point='<point>300 400</point>')",
+            [("drag", {"start_box": [100.0, 200.0], "end_box": [300.0, 400.0]})],
+            f"{AGENT_TARS}/tests/browser/parse-action.test.ts 'should parse drag action' (no comma)",
+            id="missing-comma",
+        ),
+        pytest.param(
+            "Thought: t\nAction: drag(start_box='(1,2)' end_box='(3,4)')",
+            [("drag", {"start_box": [1.0, 2.0], "end_box": [3.0, 4.0]})],
+            "the same form with start_box/end_box",
+            id="missing-comma-boxes",
+        ),
+    ],
+)
+def test_uitars_reads_the_forms_bytedances_parsers_accept(
+    text: str, expected: list[tuple[str, dict[str, Any]]], source: str
+) -> None:
+    """Each form ByteDance's current parsers accept is read as they read it (``source``).
+
+    deskpilot's port of ``codes/ui_tars/action_parser.py`` answered each of these with "no
+    action" or a parse error, while the parsers ByteDance ships today
+    (bytedance/UI-TARS-desktop: the ``@ui-tars/action-parser`` package, the GUI agent's
+    DefaultActionParser with its format chain, agent-tars's browser parser) act on them.
+    """
+    assert source
+    assert [(a.action_type, a.inputs) for a in parse_uitars(text)] == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["Action:", "Action\uff1a", "click(", "type(", "drag(", "text=", "start_box=", "point=", "'", '"', ")",
+             "(", ",", " ", "\n\n", "<point>", "</point>", "<bbox>", "</bbox>", "</Output>", "1", "nan", "\\"]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_uitars_parser_reads_or_refuses_any_text(text: str) -> None:
+    # The tolerant reading never loops, never raises anything but the error the model is told.
+    try:
+        actions = parse_uitars(text)
+    except ValueError:
+        return
+    assert all(isinstance(a.action_type, str) for a in actions)
+
+
+def test_uitars_forms_that_name_no_action_stay_no_action() -> None:
+    # ByteDance's FallbackFormatParser throws "No valid GUI action string was detected" and an
+    # empty Action: gets "There is no GUI action detected"
+    # (multimodal/gui-agent/action-parser/test/hallucinationCases.test.ts): nothing is done.
+    assert parse_uitars("Thought: Empty action\nAction:") == []
+    assert parse_uitars("I would print(x) here, but the task is done.") == []
+    thought = parse_uitars("<Thought>look</Thought>\nAction: wait()\n</Output>")[0].thought
+    assert thought == "look"
+
+
+def test_uitars_run_acts_on_a_full_width_colon_and_a_bare_call(tmp_path: Path) -> None:
+    script = [
+        "Thought: The magenta target is in the middle.\nAction\uff1aclick(start_box='<bbox>378 173 378 173</bbox>')",
+        "finished(content='Clicked.')",
+    ]
+    result, _srv, desk = run(tmp_path, script, "uitars")
+    assert result.outcome == "answered" and result.answer == "Clicked.", result.error
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
+
+
 def test_uitars_parser_rejects_unreadable_actions() -> None:
     with pytest.raises(ValueError, match="cannot read the action"):
         parse_uitars("Thought: x\nAction: click(start_box=)")
@@ -255,6 +504,51 @@ def test_uitars_text_without_action_gets_a_reminder_then_no_action(tmp_path: Pat
     result, srv, _desk = run(tmp_path, ["I think it is done.", "Still no action."], "uitars")
     assert result.outcome == "no_action" and len(srv.requests) == 2
     assert "Action:" in str(srv.requests[1].messages[-1]["content"])
+
+
+def test_uitars_unreadable_action_reaches_the_model_as_the_parse_error(tmp_path: Path) -> None:
+    """A reply whose ``Action:`` does not parse is answered with the parser's own error.
+
+    Source: bytedance/UI-TARS ``codes/ui_tars/action_parser.py``
+    (``parse_action_to_structure_output``) raises ``ValueError("Action can't parse: ...")``
+    for such a reply, and the desktop parser (bytedance/UI-TARS-desktop
+    ``multimodal/gui-agent/action-parser/src/DefaultActionParser.ts``) returns that error as
+    ``errorMessage``. deskpilot built the same error but answered "unknown tool ''":
+    ``execute_tool_call`` looked the (empty) name up before reading the parse error.
+    """
+    script = [
+        "Thought: click it\nAction: click(start_box=)",
+        "Thought: done\nAction: finished(content='ok')",
+    ]
+    result, srv, desk = run(tmp_path, script, "uitars")
+    assert result.outcome == "answered", result.error
+    told = orjson.dumps(srv.requests[1].messages[-1]).decode()
+    assert "cannot read the action" in told and "invalid_args" in told
+    assert "unknown tool" not in told and "unknown_tool" not in told
+    assert [e for e in desk.events if e["action"] != "release_all"] == []
+
+
+@pytest.mark.parametrize(
+    ("model", "script"),
+    [
+        ("bytedance/ui-tars-1.5-7b", ["Thought: t\nAction: click(start_box='(378,173)')", "Action: finished(content='ok')"]),
+        ("UI-TARS-7B-DPO", ["Thought: t\nAction: click(start_box='(500,412)')", "Action: finished(content='ok')"]),
+        (
+            "qwen/qwen3-vl-4b",
+            [
+                Reply(tool_calls=[("computer_use", {"action": "left_click", "coordinate": [500, 412]})]),
+                Reply(tool_calls=[("computer_use", {"action": "terminate", "status": "success"})]),
+            ],
+        ),
+    ],
+)
+def test_toolset_auto_speaks_the_models_language(tmp_path: Path, model: str, script: list[Any]) -> None:
+    """``--toolset auto`` picks the tool set from the model id: a UI-TARS or Qwen3-VL answering in
+    its trained language acts instead of ending with unknown_tool / no_action."""
+    result, srv, desk = run(tmp_path, script, "auto", **{"model.model": model})
+    assert result.outcome == "answered", result.error
+    assert len(desk.target_clicks) == 1 and inside_target(desk.target_clicks[0])
+    assert srv.problems == []
 
 
 def test_uitars_call_user_ends_failed(tmp_path: Path) -> None:

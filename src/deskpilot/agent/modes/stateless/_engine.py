@@ -362,7 +362,12 @@ class StatelessEngine:
 
         session.reporter.phase(number, "parse")
         with turn.timer.phase("parse"):
-            out = parse_vlm_output(text, max_actions=s.max_actions, max_bboxes=s.max_bboxes)
+            out = parse_vlm_output(
+                text,
+                max_actions=s.max_actions,
+                max_bboxes=s.max_bboxes,
+                from_reasoning=self._text_from_reasoning,
+            )
         turn.record["reply"] = {
             **out.as_record(),
             "text": text if len(text) <= 20000 else text[:20000],

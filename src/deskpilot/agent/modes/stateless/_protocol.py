@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -316,12 +317,46 @@ def _is_reply(found: dict[str, Any]) -> bool:
     return any(key in found for key in _REPLY_KEYS)
 
 
-def _locate(text: str) -> tuple[dict[str, Any], Source, str] | None:
+def _locate(text: str, *, last: bool = False) -> tuple[dict[str, Any], Source, str] | None:
+    """The reply object in ``text``: the first candidate that looks like a reply, or with
+    ``last`` the last one (a thinking model's reasoning drafts its answer before it gives
+    it: the final answer is the last complete block, read from the text's tail)."""
     stripped = text.strip()
     found = _loads_object(stripped)
     if found is not None:
         return found, "json", stripped
-    scan = stripped[:MAX_SCAN_CHARS]
+    if last:
+        return _locate_last(stripped[-MAX_SCAN_CHARS:]) or _locate_first(stripped[:MAX_SCAN_CHARS])
+    return _locate_first(stripped[:MAX_SCAN_CHARS])
+
+
+def _locate_last(scan: str) -> tuple[dict[str, Any], Source, str] | None:
+    """The last complete reply-like object (fenced or a balanced block) in ``scan``."""
+    best: tuple[int, tuple[dict[str, Any], Source, str]] | None = None
+    for match in _FENCE.finditer(scan):
+        body = match.group(1).strip()
+        found = _lenient_object(body)
+        if found is not None and _is_reply(found):
+            best = (match.start(), (found, "fenced", body))
+    # Balanced blocks from the end: the first reply-like one found is the last in the text.
+    budget = _Budget(MAX_SCAN_STEPS)
+    start = scan.rfind("{")
+    tries = 0
+    while start != -1 and tries < MAX_BLOCK_CANDIDATES and budget.steps > 0:
+        tries += 1
+        end = _balanced_end(scan, start, budget)
+        if end is not None:
+            block = scan[start:end]
+            found = _lenient_object(block)
+            if found is not None and _is_reply(found):
+                if best is None or start > best[0]:
+                    best = (start, (found, "block", block))
+                break
+        start = scan.rfind("{", 0, start)
+    return None if best is None else best[1]
+
+
+def _locate_first(scan: str) -> tuple[dict[str, Any], Source, str] | None:
     # The first candidate that looks like a reply (has "observation", "actions" or
     # "bboxes") wins; without one, the first candidate that parses (seed behaviour).
     first_parsed: tuple[dict[str, Any], Source, str] | None = None
@@ -391,6 +426,10 @@ def _clamped(value: Any, what: str) -> int:
     if isinstance(value, bool):
         raise _Reject(f"{what} must be a number 0..1000, got {_excerpt(value)}")
     if isinstance(value, int):
+        if abs(value) > sys.float_info.max:
+            # An integer no double holds (a 400-digit number) is as absurd as inf: refused,
+            # not clamped onto the edge (trycua/cua refuses it too).
+            raise _Reject(f"{what} must be a finite number, got {_excerpt(value)}")
         return max(0, min(NORM_MAX, value))
     if isinstance(value, str):
         try:
@@ -547,8 +586,14 @@ def parse_vlm_output(
     max_actions: int = 8,
     max_bboxes: int = 8,
     max_observation_chars: int = 4000,
+    from_reasoning: bool = False,
 ) -> VlmOutput:
-    """Parse one model reply (see the module docstring). Never raises."""
+    """Parse one model reply (see the module docstring). Never raises.
+
+    ``from_reasoning``: ``text`` is a thinking model's reasoning (its content was empty),
+    where it drafts the JSON before the answer: the last complete reply object is acted on,
+    not the first (the draft).
+    """
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
     if not isinstance(text, str):
@@ -556,12 +601,12 @@ def parse_vlm_output(
     raw = text
     cleaned = strip_think(text)
     rejected: list[Rejection] = []
-    located = _locate(cleaned)
+    located = _locate(cleaned, last=from_reasoning)
     if cleaned != text.strip() and (located is None or not _is_reply(located[0])):
         # A think tag inside the reply's own strings ({"observation": "... <think> ..."})
         # made the stripping cut the JSON: use the reply as written, unless it only
         # appears after a think tag (then it is part of the reasoning).
-        unstripped = _locate(text)
+        unstripped = _locate(text, last=from_reasoning)
         if unstripped is not None and _is_reply(unstripped[0]):
             at = text.find(unstripped[2])
             if at >= 0 and "think>" not in text[:at]:
