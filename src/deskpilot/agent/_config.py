@@ -190,7 +190,7 @@ class LoopSettings:
         aliases={"element": "seed000", "pointer": "seed001"},
         help="element (seed000: click_element by box), pointer (seed001: move_mouse + click_mouse), "
         "extended, qwen (Qwen3-VL computer_use), uitars / uitars-1.0 (UI-TARS action text), "
-        "auto (from model.model: UI-TARS ids -> uitars / uitars-1.0, Qwen3-VL / Qwen2.5-VL ids -> qwen, "
+        "auto (from model.model: UI-TARS ids -> uitars / uitars-1.0, Qwen3-VL ids -> qwen, "
         "others element)",
     )
     max_steps: int = setting(10, env="AGENT_MAX_STEPS", minimum=1)
@@ -513,17 +513,19 @@ TOOLSET_DEFAULTS: dict[str, dict[str, Any]] = {
 # followed by "b" is the size (UI-TARS-7B, UI-TARS-72B-DPO: the 1.0 releases name no version).
 _UITARS_ID = re.compile(r"ui[-_ ]?tars", re.IGNORECASE)
 _UITARS_VERSION = re.compile(r"ui[-_ ]?tars[-_ :/]*v?(\d+(?:\.\d+)?)(?![\d.]*b)", re.IGNORECASE)
-# Qwen3-VL and Qwen2.5-VL ids: qwen3-vl-8b-instruct, qwen/qwen3-vl-4b, Qwen/Qwen3-VL-8B-Instruct,
-# qwen3-vl:8b and qwen2.5vl:7b (Ollama), Qwen/Qwen2.5-VL-7B-Instruct, qwen2_5_vl.
-_QWEN_VL_ID = re.compile(r"qwen[-_ ]?(?:3|2[._]?5)[-_ .]?vl", re.IGNORECASE)
+# Qwen3-VL ids: qwen3-vl-8b-instruct, qwen/qwen3-vl-4b, Qwen/Qwen3-VL-8B-Instruct, qwen3-vl:8b
+# (Ollama). Not Qwen2.5-VL: it was trained on absolute pixels of its resized image (ByteDance's
+# parser: "Qwen2.5vl output absolute coordinates"), while the qwen tool set's grid is Qwen3-VL's
+# 0..1000, so a Qwen2.5-VL id keeps the default tool set, whose prompt states the 0..1000 contract.
+_QWEN_VL_ID = re.compile(r"qwen[-_ ]?3[-_ .]?vl", re.IGNORECASE)
 
 
 def toolset_for_model(model: str, default: str = "seed000") -> str:
     """The tool set a model id names (``--toolset auto``; the table is in the README).
 
     UI-TARS ids -> ``uitars`` (1.5 and later: absolute pixels on the smart-resized image) or
-    ``uitars-1.0`` (no version or 1.0: relative 0..1000); Qwen3-VL and Qwen2.5-VL ids ->
-    ``qwen`` (``computer_use``); any other id -> ``default``.
+    ``uitars-1.0`` (no version or 1.0: relative 0..1000); Qwen3-VL ids -> ``qwen``
+    (``computer_use`` on its 0..1000 grid); any other id (Qwen2.5-VL included) -> ``default``.
     """
     if _UITARS_ID.search(model):
         version = _UITARS_VERSION.search(model)

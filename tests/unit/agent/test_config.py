@@ -291,19 +291,20 @@ def test_legacy_unset_maps_only_the_listed_numbers_of_an_optional_setting() -> N
         ("ui-tars-2b-sft", "uitars-1.0"),
         ("ui-tars:7b", "uitars-1.0"),
         ("ui-tars-1.0-7b", "uitars-1.0"),
-        # Qwen3-VL and Qwen2.5-VL
+        # Qwen3-VL
         ("qwen3-vl-8b-instruct", "qwen"),
         ("qwen/qwen3-vl-4b", "qwen"),
         ("Qwen/Qwen3-VL-8B-Instruct", "qwen"),
         ("qwen3-vl:8b", "qwen"),
         ("qwen3-vl-235b-a22b-thinking", "qwen"),
-        ("qwen2.5vl:7b", "qwen"),
-        ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "qwen"),
-        ("qwen2_5_vl_7b", "qwen"),
         # anything else keeps the default tool set
         ("gpt-4o", "seed000"),
         ("qwen3-8b", "seed000"),
         ("Qwen/Qwen2-VL-7B-Instruct", "seed000"),
+        # Qwen2.5-VL speaks absolute pixels of its resized image, not the qwen tool set's grid
+        ("qwen2.5vl:7b", "seed000"),
+        ("Qwen/Qwen2.5-VL-7B-Instruct-AWQ", "seed000"),
+        ("qwen2_5_vl_7b", "seed000"),
         ("llava:13b", "seed000"),
         ("", "seed000"),
     ],
