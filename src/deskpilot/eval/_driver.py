@@ -88,6 +88,8 @@ def run_eval(
     """
     check_platform()
     suite_obj = suite if isinstance(suite, Suite) else load_suite(suite)
+    if suite_obj.unavailable:
+        raise ConfigError(suite_obj.unavailable, where="SUITE")
     if not suite_obj.ref:
         raise ConfigError(f"suite {suite_obj.name!r} has no ref: sessions could not load it")
     engine = engine or LocalEngine(1)

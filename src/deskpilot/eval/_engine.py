@@ -123,7 +123,7 @@ def stop_group(pgid: int, *, grace: float = 5.0) -> None:
 class LocalEngine:
     """``--parallel N`` on this host: N threads, each running one session process at a time.
 
-    Each session is ``python -m deskpilot.eval._session`` in a new session and process
+    Each session is ``python -m deskpilot.eval`` in a new session and process
     group (so Ctrl+C on the terminal reaches the driver only, and stopping a session stops
     everything it started); its stdout and stderr go to ``OUT/sessions/NAME.log``."""
 
@@ -167,7 +167,7 @@ class LocalEngine:
         env.pop("DISPLAY", None)  # the session makes its own
         started = time.monotonic()
         with open(sessions / f"{stem}.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "deskpilot.eval._session", str(spec_path), str(result_path)],
+            proc = subprocess.Popen([sys.executable, "-m", "deskpilot.eval", str(spec_path), str(result_path)],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True)
         ended = None

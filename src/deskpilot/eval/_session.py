@@ -5,7 +5,7 @@ it), the task's app, the built-in model server playing the task's solution when 
 attempt is scripted, the agent through its normal entry point
 (:func:`deskpilot.agent._run.run_agent`: the same client, tools, policy and input as
 ``deskpilot run``), the checker on the app's state, the run's own report. The local
-engine runs each session in a process of its own (``python -m deskpilot.eval._session
+engine runs each session in a process of its own (``python -m deskpilot.eval
 SPEC RESULT``) and process group, so a session that dies, hangs or is killed takes
 nothing else with it and leaves nothing behind.
 
@@ -79,6 +79,9 @@ class AppProcess:
                                     program="app")
             if record.get("type") == kind:
                 return record
+            if record.get("type") == "error":
+                # Alive, but a scene or a solver failed: the solution gives up, the model's way.
+                raise PlatformError(f"the app could not answer {kind!r}: {record.get('message')}", program="app")
 
     @property
     def alive(self) -> bool:
@@ -127,7 +130,12 @@ class SolutionPolicy:
 
         while self.index < len(self.steps):
             step = self.steps[self.index]
-            layout: Layout = self.app.query("layout")["widgets"] if self._needs_layout(step) else {}
+            try:
+                answer = self.app.query("layout") if self._needs_layout(step) else {}
+            except PlatformError as exc:  # the app died (recorded as such after the run) or failed
+                return self._give_up(str(exc))
+            layout: Layout = answer.get("widgets") or {}
+            texts: dict[str, str] = answer.get("texts") or {}
             if step.until is not None:
                 if step.until in layout:
                     self.index += 1
@@ -139,7 +147,7 @@ class SolutionPolicy:
             else:
                 self.index += 1
             try:
-                args = resolve_args(step.args, layout, self.screen)
+                args = resolve_args(step.args, layout, self.screen, texts)
             except KeyError as exc:
                 return self._give_up(f"{exc.args[0]!r} is not on the screen")
             self.log.append(f"{step.tool} {args}")
@@ -149,7 +157,7 @@ class SolutionPolicy:
 
     @staticmethod
     def _needs_layout(step: Step) -> bool:
-        return step.until is not None or any(isinstance(v, str) and v.startswith("@") for v in step.args.values())
+        return step.until is not None or any(isinstance(v, str) and v[:1] in ("@", "$") for v in step.args.values())
 
     def _give_up(self, why: str) -> Any:
         from deskpilot.testing import Reply
@@ -270,11 +278,11 @@ def _finish(record: Record, started: float) -> Record:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m deskpilot.eval._session SPEC.json RESULT.json``: the result is written
+    """``python -m deskpilot.eval SPEC.json RESULT.json``: the result is written
     whole (a temporary file renamed) or not at all."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        sys.stderr.write("usage: python -m deskpilot.eval._session SPEC.json RESULT.json\n")
+        sys.stderr.write("usage: python -m deskpilot.eval SPEC.json RESULT.json\n")
         return 2
     spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
     record = run_session(spec)

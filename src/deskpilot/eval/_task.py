@@ -15,8 +15,8 @@ A :class:`Task` is data plus two optional callables:
 * ``solution``: the scripted solution, :class:`Step`\\ s the built-in model server answers
   one per request (``--scripted``): a tool call whose box arguments may name what is on
   screen (``"@name"``: the centre of ``name`` in the app's layout at that moment, or
-  ``"@name|0.9,0.5"``: a point at those fractions of its width and height), as a perfect
-  grounding model would. The agent's tools, policy and input do the rest.
+  ``"@name|0.9,0.5"``: a point at those fractions of its width and height; ``"$name"``: a
+  text the app read, such as a web page's query), as a perfect grounding model would. The agent's tools, policy and input do the rest.
 
 A suite is a list of tasks: the built-in ones by name (``desktop``), or a TOML file with
 ``[[task]]`` tables (docs/evaluation.md shows one).
@@ -87,6 +87,8 @@ class Task:
     toolset: str = "extended"
     #: What it exercises (click, drag, menu ...), for the list and the report.
     tags: tuple[str, ...] = ()
+    #: Where ``check_command`` runs (a suite file's folder); None: the session's.
+    cwd: str | None = None
 
     def verdict(self, state: State) -> tuple[bool, str]:
         """Run the Python checker on ``state`` (``check_command`` runs in the session)."""
@@ -108,6 +110,8 @@ class Suite:
     description: str = ""
     #: How a session finds the suite again: a built-in name or a file path.
     ref: str = ""
+    #: Why it cannot run here (a package or program missing); "" when it can.
+    unavailable: str = ""
 
     def task(self, name: str) -> Task:
         for task in self.tasks:
@@ -142,7 +146,7 @@ def run_check(task: Task, state: State, *, env: Mapping[str, str] | None = None,
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as fh:
         json.dump(state, fh, ensure_ascii=False)
     try:
-        proc = subprocess.run(list(task.check_command), capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(list(task.check_command), capture_output=True, text=True, timeout=timeout, cwd=task.cwd,
                               env={**(env or os.environ), "DESKPILOT_EVAL_STATE": fh.name}, check=False)
     finally:
         os.unlink(fh.name)
@@ -158,13 +162,19 @@ def _norm(pixel: float, size: int) -> int:
     return max(0, min(1000, round((pixel + 0.5) * 1000 / size)))
 
 
-def resolve_args(args: Mapping[str, Any], layout: Layout, screen: tuple[int, int]) -> dict[str, Any]:
-    """``args`` with every ``"@name[|fx,fy]"`` value replaced by ``[x, y]`` in 0..1000.
+def resolve_args(args: Mapping[str, Any], layout: Layout, screen: tuple[int, int],
+                 texts: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``args`` with every ``"@name[|fx,fy]"`` value replaced by ``[x, y]`` in 0..1000 and
+    every ``"$name"`` by the text the app read under that name (a web page's query).
 
     Raises :class:`KeyError` naming what the layout does not show."""
     out: dict[str, Any] = {}
     for key, value in args.items():
-        if isinstance(value, str) and value.startswith("@"):
+        if isinstance(value, str) and value.startswith("$") and len(value) > 1:
+            if texts is None or value[1:] not in texts:
+                raise KeyError(value[1:])
+            out[key] = texts[value[1:]]
+        elif isinstance(value, str) and value.startswith("@"):
             name, _, where = value[1:].partition("|")
             if name not in layout:
                 raise KeyError(name)
@@ -181,6 +191,7 @@ def resolve_args(args: Mapping[str, Any], layout: Layout, screen: tuple[int, int
 #: Built-in suites: name -> "module:attribute" of a function returning the Suite.
 SUITES: dict[str, str] = {
     "desktop": "deskpilot.eval._desktop:desktop_suite",
+    "miniwob": "deskpilot.eval._miniwob:miniwob_suite",
 }
 
 
@@ -207,6 +218,9 @@ def _load_toml(path: Path) -> Suite:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read the suite file {str(path)!r}: {exc}") from exc
     head = data.get("suite", {})
+    # A checker module next to the suite file imports by name (check = "my_checks:done").
+    if any("check" in item for item in data.get("task", [])) and str(path.parent.resolve()) not in sys.path:
+        sys.path.append(str(path.parent.resolve()))
     tasks = []
     for i, item in enumerate(data.get("task", []), 1):
         where = f"{path}: task {i}"
@@ -237,6 +251,7 @@ def _load_toml(path: Path) -> Suite:
             screen=tuple(item.get("screen", (1280, 800))),  # type: ignore[arg-type]
             toolset=str(item.get("toolset", "extended")),
             tags=tuple(item.get("tags", ())),
+            cwd=str(path.parent.resolve()),
         ))
     names = [t.name for t in tasks]
     if len(set(names)) != len(names) or not tasks:

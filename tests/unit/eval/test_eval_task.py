@@ -102,3 +102,36 @@ def test_python_checkers_give_a_verdict_and_what_they_saw() -> None:
     assert Task("t", "i", ("x",), check=lambda s: bool(s)).verdict({}) == (False, "")
     with pytest.raises(ConfigError, match="cannot load the checker"):
         Task("t", "i", ("x",), check="deskpilot:no_such_thing").verdict({})
+
+
+def test_a_checker_module_next_to_the_suite_file_imports_by_name(tmp_path: Path) -> None:
+    (tmp_path / "eval_unit_checks_7f3a.py").write_text("def done(state):\n    return state['n'] > 1, 'n'\n",
+                                                        encoding="utf-8")
+    suite = load_suite(str(_write(tmp_path, '[[task]]\nname = "a"\ninstruction = "i"\napp = "x"\n'
+                                            'check = "eval_unit_checks_7f3a:done"\n')))
+    assert suite.tasks[0].verdict({"n": 2}) == (True, "n") and suite.tasks[0].verdict({"n": 0})[0] is False
+
+
+def test_a_dollar_name_is_a_text_the_app_read() -> None:
+    assert resolve_args({"text": "$user", "box": "@f"}, {"f": [0, 0, 10, 10]}, (10, 10), {"user": "ana"}) == {
+        "text": "ana", "box": [500, 500]}
+    with pytest.raises(KeyError, match="password"):
+        resolve_args({"text": "$password"}, {}, (10, 10), {"user": "ana"})
+    assert resolve_args({"text": "$"}, {}, (10, 10)) == {"text": "$"}  # a lone dollar is text
+
+
+def test_the_miniwob_suite_names_its_ci_subset_and_what_it_needs() -> None:
+    from deskpilot.eval._miniwob import CI_TASKS, SOLVERS
+
+    suite = load_suite("miniwob")
+    assert [t.name for t in suite.tasks] == list(SOLVERS) and set(CI_TASKS) <= set(SOLVERS)
+    assert all(t.solution and t.screen == (640, 480) for t in suite.tasks)
+
+
+def test_an_unavailable_suite_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from deskpilot.eval import Suite, run_eval
+
+    suite = Suite("x", (Task("t", "i", ("x",), check="json:loads"),), ref="x", unavailable="the x suite needs y")
+    with pytest.raises(ConfigError, match="the x suite needs y"):
+        run_eval(suite, tmp_path / "o")
+    assert not (tmp_path / "o").exists()
