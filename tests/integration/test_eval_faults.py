@@ -175,3 +175,22 @@ def test_ctrl_c_stops_every_session_keeps_results_and_resume_goes_on(tmp_path: P
     refused = _eval("desktop", "--scripted", "--tasks", "click-button", "--out", str(out), tag=tag, cwd=tmp_path)
     assert refused.returncode != 0 and "--resume" in refused.stderr
     assert _wait_gone(tag) == []
+
+
+def test_without_the_fork_server_each_session_is_a_fresh_process_and_faults_read_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deskpilot.eval import LocalEngine, run_eval
+
+    tag = uuid.uuid4().hex
+    monkeypatch.setenv("EVAL_TEST_TAG", tag)
+    monkeypatch.delenv("DISPLAY", raising=False)
+    suite = _suite(tmp_path, {"agent-killed": "kill_agent", "hangs": "hang", "fine": "ok"})
+    outcome = run_eval(str(suite), tmp_path / "out", engine=LocalEngine(2, fork_server=False), scripted=True,
+                       retries=1, timeout=12)
+    lines = _results(tmp_path / "out")
+    kinds = {(r["task"], r["try"]): r["error_kind"] for r in lines}
+    assert kinds == {("agent-killed", 1): "session_killed", ("agent-killed", 2): None, ("hangs", 1): "timeout",
+                     ("hangs", 2): None, ("fine", 1): None}
+    assert outcome.summary["successes"] == 3 and not outcome.interrupted
+    assert _wait_gone(tag) == []

@@ -120,27 +120,155 @@ def stop_group(pgid: int, *, grace: float = 5.0) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+class _Process(Protocol):
+    """A running session process: its id (also its process group's) and its exit code."""
+
+    pid: int
+
+    def wait(self, timeout: float | None) -> int | None:
+        """The exit code once it ended (negative: the signal), None while it runs."""
+
+
+class _Spawned:
+    """A session started with ``Popen`` (no fork server)."""
+
+    def __init__(self, argv: list[str], log: Path, env: Mapping[str, str]) -> None:
+        with open(log, "wb") as fh:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                                         env=dict(env), start_new_session=True)
+        self.pid = self.proc.pid
+
+    def wait(self, timeout: float | None) -> int | None:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class _Forked:
+    def __init__(self, pid: int, server: ForkServer) -> None:
+        self.pid = pid
+        self.server = server
+
+    def wait(self, timeout: float | None) -> int | None:
+        return self.server.wait_exit(self.pid, timeout)
+
+
+class ForkServer:
+    """The engine's side of :mod:`deskpilot.eval._forkserver`: start, ask for a session, hear
+    exits. Thread-safe; :attr:`alive` turns false when the server ends."""
+
+    def __init__(self, env: Mapping[str, str], *, timeout: float = 60.0) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "deskpilot.eval", "--fork-server"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=dict(env), start_new_session=True)
+        self._cond = threading.Condition()
+        self._started: dict[int, int | str] = {}
+        self._exits: dict[int, int] = {}
+        self._ids = iter(range(1, 1 << 62))
+        self._ready = False
+        self.alive = True
+        threading.Thread(target=self._read, name="deskpilot-eval-forkserver", daemon=True).start()
+        with self._cond:
+            self._cond.wait_for(lambda: self._ready or not self.alive, timeout)
+            if not self._ready:
+                self.close()
+                raise RuntimeError("the fork server did not start")
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            word, _, rest = raw.decode("utf-8", "replace").strip().partition(" ")
+            with self._cond:
+                if word == "ready":
+                    self._ready = True
+                elif word == "started":
+                    ident, _, pid = rest.partition(" ")
+                    self._started[int(ident)] = int(pid)
+                elif word == "failed":
+                    ident, _, why = rest.partition(" ")
+                    self._started[int(ident)] = why
+                elif word == "exit":
+                    pid, _, code = rest.partition(" ")
+                    self._exits[int(pid)] = int(code)
+                self._cond.notify_all()
+        with self._cond:
+            self.alive = False
+            self._cond.notify_all()
+
+    def start(self, args: list[str], log: Path) -> _Forked:
+        with self._cond:
+            ident = next(self._ids)
+            assert self.proc.stdin is not None
+            try:
+                self.proc.stdin.write(json.dumps({"id": ident, "args": args, "log": str(log)}).encode() + b"\n")
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:
+                raise RuntimeError(f"the fork server is gone ({exc})") from exc
+            self._cond.wait_for(lambda: ident in self._started or not self.alive, 30.0)
+            answer = self._started.pop(ident, None)
+        if not isinstance(answer, int):
+            raise RuntimeError(f"the fork server did not start the session: {answer or 'no answer'}")
+        return _Forked(answer, self)
+
+    def wait_exit(self, pid: int, timeout: float | None) -> int | None:
+        with self._cond:
+            self._cond.wait_for(lambda: pid in self._exits or not self.alive, timeout)
+            if pid in self._exits:
+                return self._exits.pop(pid)
+            if not self.alive:  # nobody reaps it now: it is an orphan of init; ask the kernel
+                return None if _group_alive(pid) else -int(signal.SIGKILL)
+            return None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
 class LocalEngine:
     """``--parallel N`` on this host: N threads, each running one session process at a time.
 
-    Each session is ``python -m deskpilot.eval`` in a new session and process
-    group (so Ctrl+C on the terminal reaches the driver only, and stopping a session stops
-    everything it started); its stdout and stderr go to ``OUT/sessions/NAME.log``."""
+    Each session is a process in a new session and process group (so Ctrl+C on the
+    terminal reaches the driver only, and stopping a session stops everything it
+    started), forked by the fork server (:mod:`deskpilot.eval._forkserver`: the agent is
+    imported once), or with ``fork_server=False`` (or when the server cannot start) a
+    fresh ``python -m deskpilot.eval``; its stdout and stderr go to
+    ``OUT/sessions/NAME.log``."""
 
     name = "local"
 
-    def __init__(self, parallel: int = 1) -> None:
+    def __init__(self, parallel: int = 1, *, fork_server: bool = True) -> None:
         if parallel < 1:
             raise ValueError("parallel must be at least 1")
         self.parallel = parallel
+        self.fork_server = fork_server
+        self._server: ForkServer | None = None
 
     def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
-        threads = [threading.Thread(target=self._worker, args=(queue, spec, stop), name=f"deskpilot-eval-{i}",
-                                    daemon=True) for i in range(self.parallel)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        env = {**os.environ, SESSION_ENV: str(spec.get("token", ""))}
+        env.pop("DISPLAY", None)  # each session makes its own
+        self._env = env
+        if self.fork_server:
+            try:
+                self._server = ForkServer(env)
+            except (OSError, RuntimeError):
+                self._server = None
+        try:
+            threads = [threading.Thread(target=self._worker, args=(queue, spec, stop), name=f"deskpilot-eval-{i}",
+                                        daemon=True) for i in range(self.parallel)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            if self._server is not None:
+                self._server.close()
+                self._server = None
 
     def _worker(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
         while not stop.is_set():
@@ -153,6 +281,16 @@ class LocalEngine:
             finally:
                 queue.done(attempt, record)
 
+    def _start(self, args: list[str], log: Path) -> _Process:
+        server = self._server
+        if server is not None and server.alive:
+            try:
+                return server.start(args, log)
+            except RuntimeError:
+                pass  # the server died: this and later sessions start the slow way
+        env = getattr(self, "_env", None) or {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+        return _Spawned([sys.executable, "-m", "deskpilot.eval", *args], log, env)
+
     def run_one(self, attempt: Attempt, spec: Mapping[str, Any], stop: threading.Event) -> Record | None:
         """One session process; its record, or None when ``stop`` ended it."""
         out = Path(spec["out"])
@@ -163,21 +301,15 @@ class LocalEngine:
         result_path.unlink(missing_ok=True)
         spec_path.write_text(json.dumps({**spec, "task": attempt.task, "attempt": attempt.attempt,
                                          "try": attempt.try_}), encoding="utf-8")
-        env = {**os.environ, SESSION_ENV: str(spec.get("token", ""))}
-        env.pop("DISPLAY", None)  # the session makes its own
         started = time.monotonic()
-        with open(sessions / f"{stem}.log", "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "deskpilot.eval", str(spec_path), str(result_path)],
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    start_new_session=True)
+        proc = self._start([str(spec_path), str(result_path)], sessions / f"{stem}.log")
         ended = None
+        code: int | None = None
         try:
             while True:
-                try:
-                    proc.wait(timeout=0.1)
+                code = proc.wait(0.1)
+                if code is not None:
                     break
-                except subprocess.TimeoutExpired:
-                    pass
                 if stop.is_set():
                     ended = "stopped"
                     break
@@ -187,7 +319,8 @@ class LocalEngine:
         finally:
             # Whatever happened, nothing of the session outlives it.
             stop_group(proc.pid, grace=5.0 if ended else 1.0)
-            proc.wait()
+            if code is None:
+                code = proc.wait(10.0)
         base: Record = {"task": attempt.task, "attempt": attempt.attempt, "try": attempt.try_, "success": False,
                         "outcome": None, "steps": 0, "seconds": 0.0, "run_dir": None,
                         "session_s": round(time.monotonic() - started, 3)}
@@ -199,7 +332,9 @@ class LocalEngine:
         if result_path.is_file():
             record: Record = json.loads(result_path.read_text(encoding="utf-8"))
             return record
-        code = proc.returncode
+        if code is None:
+            return {**base, "error_kind": "session_killed",
+                    "error": "the session process ended without a result (its exit status is unknown)"}
         if code < 0:
             name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
             return {**base, "error_kind": "session_killed", "error": f"the session process was killed by {name}"}
