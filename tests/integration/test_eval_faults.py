@@ -102,6 +102,7 @@ def test_infrastructure_errors_are_recorded_retried_and_the_suite_goes_on(tmp_pa
     expected = {"app-dies": "app_died", "display-dies": "display_died", "agent-killed": "session_killed",
                 "hangs": "timeout"}
     for task, kind in expected.items():
+        assert len(by_task[task]) == 2, by_task[task]
         first, second = sorted(by_task[task], key=lambda r: int(str(r["try"])))
         # The fault is the infrastructure's, never the model's failure: recorded, not final, retried.
         assert first["error_kind"] == kind, first

@@ -167,8 +167,33 @@ class SolutionPolicy:
         return Reply(content=f"I cannot finish: {why}.")
 
 
-def _display_alive(display: str) -> bool:
-    """Whether the X server of ``display`` still accepts connections (its socket answers)."""
+def _server_pid() -> int | None:
+    """The pid of this session's X server: the Xvfb child of this process (the xvfb helper
+    keeps its process to itself; there is one per session)."""
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            continue
+        comm, _, rest = stat.partition(" (")[2].rpartition(") ")
+        fields = rest.split()
+        if comm == "Xvfb" and len(fields) > 1 and int(fields[1]) == me:
+            return int(entry.name)
+    return None
+
+
+def _display_alive(display: str, pid: int | None) -> bool:
+    """Whether the session's own X server still runs. Its process, not its socket: once it
+    dies, another session's Xvfb may take the same display number."""
+    if pid is not None:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X")  # a zombie: dead, not yet reaped by the xvfb helper
     number = display.lstrip(":").split(".")[0]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(2.0)
@@ -216,6 +241,7 @@ def run_session(spec: Mapping[str, Any]) -> Record:
     with contextlib.ExitStack() as stack:
         try:
             display = stack.enter_context(xvfb(task.screen, timeout=20.0))
+            server_pid = _server_pid()
             app = AppProcess(task.app)
             stack.callback(app.close)
         except (DeskpilotError, OSError) as exc:
@@ -229,6 +255,11 @@ def run_session(spec: Mapping[str, Any]) -> Record:
 
             policy = SolutionPolicy(task.solution, app, task.screen, task.final)
             server = stack.enter_context(ModelServer(policy))
+        # A display that died already must not be connected to: another session's Xvfb may
+        # hold its number by now (the agent would work that session's desktop).
+        if not _display_alive(display, server_pid):
+            record.update(error_kind="display_died", error=f"the X server on {display} died before the run")
+            return _finish(record, started)
         config = _config(task, spec, runs_dir, server.endpoint if server else None)
         scenario = Scenario(task.name, task.instruction, title=task.name, group="eval", max_steps=task.max_steps)
         result = run_agent(config, scenario, reporter=NullReporter())
@@ -240,7 +271,7 @@ def run_session(spec: Mapping[str, Any]) -> Record:
                       prefill=summary.get("prefill"))
         if policy is not None:
             record["solution"] = policy.log
-        if not _display_alive(display):
+        if not _display_alive(display, server_pid):
             record.update(error_kind="display_died", error=f"the X server on {display} died during the run")
         elif not app.alive:
             record.update(error_kind="app_died", error=f"the app exited with code {app.proc.returncode} during the run")
