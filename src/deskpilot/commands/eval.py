@@ -57,7 +57,11 @@ def register(subparsers: Any) -> None:
 
 
 def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings every session's agent gets (what the flags and --set say)."""
+    """The settings every session's agent gets (what the flags and --set say). The API key
+    travels in the sessions' environment (LMSTUDIO_API_KEY), never in the session specs
+    written under --out."""
+    import os
+
     from deskpilot.agent._config import parse_set_option
 
     flags: dict[str, Any] = {}
@@ -70,6 +74,9 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         value = getattr(args, attr, None)
         if value is not None:
             flags[key] = value
+    key = flags.pop("model.api_key", None)
+    if key is not None:
+        os.environ["LMSTUDIO_API_KEY"] = str(key)
     return flags
 
 

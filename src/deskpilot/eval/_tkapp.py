@@ -487,7 +487,6 @@ def _escape_dialog(app: App) -> None:
         dialog.withdraw()
 
     app.root.bind_all("<Escape>", lambda _e: close("escape"))
-    dialog.bind("<Button-1>", lambda _e: None)
     app.state_fn = lambda: {"closed": list(closed)}
 
 
@@ -696,6 +695,8 @@ def _tabs(app: App) -> None:
             app.name("telemetry", box)
 
     def tabs(out: dict[str, list[int]]) -> None:
+        if not spans:
+            measure()
         nx, ny = notebook.winfo_rootx(), notebook.winfo_rooty()
         for index in range(int(notebook.index("end"))):  # type: ignore[no-untyped-call]
             text = str(notebook.tab(index, "text"))  # type: ignore[no-untyped-call]
@@ -715,7 +716,7 @@ def _tabs(app: App) -> None:
                 first, last = spans.get(int(found), (x, x))
                 spans[int(found)] = (min(first, x), max(last, x))
 
-    app.root.after(30, measure)
+
 
     app.extra.append(tabs)
     app.state_fn = lambda: {"tab": str(notebook.tab(notebook.index("current"), "text")),  # type: ignore[no-untyped-call]

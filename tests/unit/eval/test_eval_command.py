@@ -57,3 +57,14 @@ def test_a_missing_task_is_named(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError, match="no task nope"):
         run_eval("desktop", tmp_path / "o", scripted=True, only=["click-button", "nope"])
+
+
+def test_the_api_key_goes_to_the_sessions_environment_not_their_spec_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskpilot.commands.eval import _flags
+
+    monkeypatch.setenv("LMSTUDIO_API_KEY", "before")  # restored after the test
+    flags = _flags(_args("desktop", "--api-key", "sk-secret", "--model", "m", "--set", "agent.max_steps=3"))  # type: ignore[arg-type]
+    assert flags == {"model.model": "m", "agent.max_steps": "3"}
+    import os
+
+    assert os.environ["LMSTUDIO_API_KEY"] == "sk-secret"
