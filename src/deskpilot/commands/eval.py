@@ -91,7 +91,8 @@ def _list(args: argparse.Namespace) -> int:
         table = Table("suite", "tasks", "what")
         for name in SUITES:
             suite = load_suite(name)
-            table.add_row(name, str(len(suite.tasks)), suite.description)
+            what = suite.description + (f" [bold red]({suite.unavailable})[/]" if suite.unavailable else "")
+            table.add_row(name, str(len(suite.tasks)), what)
         console.print(table)
         console.print("a suite file: deskpilot eval PATH.toml (docs/evaluation.md)", style="dim")
         return EXIT_OK
