@@ -51,15 +51,20 @@ def test_the_whole_desktop_suite_passes_scripted_with_four_sessions(tmp_path: Pa
 
 def test_no_checker_passes_on_the_untouched_app(xvfb: str) -> None:
     """Each task's checker, on the state of its app as it starts: a failure, every one."""
-    passed = []
-    for task in load_suite("desktop").tasks:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from deskpilot.eval import Task
+
+    def verdict(task: Task) -> tuple[str, bool, str]:
         app = AppProcess(task.app)
         try:
             state = app.query("state")
         finally:
             app.close()
         state.pop("type")
-        ok, detail = run_check(task, state)
-        if ok:
-            passed.append(f"{task.name}: {detail}")
-    assert passed == []
+        return (task.name, *run_check(task, state))
+
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(verdict, load_suite("desktop").tasks))
+    assert len(verdicts) == len(load_suite("desktop").tasks)
+    assert [f"{name}: {detail}" for name, ok, detail in verdicts if ok] == []
