@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "panel",
     "replay",
     "report",
+    "eval",
 )
 
 

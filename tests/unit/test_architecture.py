@@ -43,10 +43,11 @@ FLOORS: dict[str, int] = {
     "testing": 6,
     "replay": 7,
     "report": 8,
-    "commands": 9,
-    "cli": 9,
-    "__main__": 9,
-    "__init__": 9,  # the package's own facade re-exports lazily from any room
+    "eval": 9,
+    "commands": 10,
+    "cli": 10,
+    "__main__": 10,
+    "__init__": 10,  # the package's own facade re-exports lazily from any room
 }
 
 #: Modules that may import ctypes: the platform bindings and the OS backends built on them.

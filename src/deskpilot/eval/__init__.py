@@ -1,0 +1,30 @@
+"""Evaluation at scale: task suites over isolated desktops (``deskpilot eval``).
+
+A suite is a list of :class:`Task`\\ s (the built-in ``desktop`` suite, or a TOML file);
+:func:`run_eval` runs each task as a session (its own Xvfb display, its app, one agent run
+through the normal entry point, the task's checker on the app's state) on an
+:class:`Engine` (:class:`LocalEngine`: ``--parallel N`` processes on this host) and writes
+``results.jsonl``, ``summary.json`` and ``report.html`` into its ``out`` directory.
+``scripted=True`` plays each task's solution through the built-in model server.
+Linux (Xvfb) only: on Windows it raises :class:`~deskpilot.errors.PlatformError`.
+"""
+
+from deskpilot.eval._driver import EvalOutcome, run_eval
+from deskpilot.eval._engine import Attempt, AttemptQueue, Engine, LocalEngine
+from deskpilot.eval._session import run_session
+from deskpilot.eval._task import SUITES, Step, Suite, Task, load_suite
+
+__all__ = [
+    "SUITES",
+    "Attempt",
+    "AttemptQueue",
+    "Engine",
+    "EvalOutcome",
+    "LocalEngine",
+    "Step",
+    "Suite",
+    "Task",
+    "load_suite",
+    "run_eval",
+    "run_session",
+]
