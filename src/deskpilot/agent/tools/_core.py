@@ -16,6 +16,12 @@ The tool sets share one executor:
 ``uitars`` / ``uitars-1.0``
     UI-TARS's text protocol, ``Action: click(start_box='(x,y)')`` (:mod:`._uitars`).
 
+A tool only *translates*: its ``run`` checks the arguments and returns a
+:class:`ToolOutcome` with one typed :data:`~deskpilot.actions.Action` (or none) and the
+payload. :func:`execute_tool_call` sends that action the one path every action takes
+(:func:`deskpilot.agent.tools._act.act`: the policy checks exactly that action, the input
+thread performs it, the outcome keeps it for the record); no tool touches the hands.
+
 Results are the seeds' JSON payloads, ``{"ok": true, ...}`` or ``{"ok": false,
 "error": {"type": ..., "message": ...}}`` with the types in :data:`ERROR_TYPES`. The
 loop adds ``changed`` / ``changed_region`` (and a warning after repeated actions
@@ -49,6 +55,7 @@ from deskpilot._errors import (
     UnknownKeyError,
 )
 from deskpilot.actions import (
+    PASSIVE,
     Action,
     ActionRecord,
     Click,
@@ -60,7 +67,7 @@ from deskpilot.actions import (
     TypeText,
 )
 from deskpilot.geometry import Box, Mapping
-from deskpilot.input import Hands, parse_combo, perform
+from deskpilot.input import Hands, parse_combo
 
 if TYPE_CHECKING:
     from deskpilot.agent.client._toolcalls import ToolCall
@@ -131,9 +138,12 @@ class ToolOutcome:
     """What running one call produced."""
 
     payload: dict[str, Any]
-    #: The action performed, for the record (None when nothing was sent).
+    #: The tool's translation of the call (None: it sends no input); once the one path
+    #: (:func:`~deskpilot.agent.tools._act.act`) has sent it, exactly what was sent, for
+    #: the record.
     action: Action | None = None
-    #: Input was sent: the loop settles and compares frames.
+    #: Input was sent (set by the one path, never by a tool): the loop settles and
+    #: compares frames.
     acted: bool = False
     #: The model asked to see the screen (observe_screen / take_screenshot / wait / zoom).
     observe: bool = False
@@ -321,13 +331,6 @@ def _physical(ctx: ToolContext, box: Box) -> tuple[int, int]:
     return ctx.mapping.norm_to_physical(cx, cy)
 
 
-async def _perform(ctx: ToolContext, action: Action, *, pauses: bool = True) -> None:
-    """Check ``action`` with the policy, then perform it on the input thread."""
-    await ctx.acheck_policy(action)
-    pause = ctx.pause if pauses else None
-    await ctx.run_blocking(lambda: perform(ctx.hands, action, pause=pause, stop=ctx.stop))
-
-
 # ---------------------------------------------------------------------- tools
 
 
@@ -355,11 +358,8 @@ def _clicker(button: Literal["left", "right", "middle"], count: int, verb: str) 
         box = actions.box(args)
         hold = _hold_keys(args)
         action = Click(_physical(ctx, box), button, count, label=label, hold=hold, source=box)
-        await _perform(ctx, action)
         return ToolOutcome(
-            ok_payload(action=verb, label=label, box=box.as_list(), point=list(box.center)),
-            action=action,
-            acted=True,
+            ok_payload(action=verb, label=label, box=box.as_list(), point=list(box.center)), action=action
         )
 
     return run
@@ -383,30 +383,15 @@ def click_tool(name: str = "click_element", *, button: str = "left", count: int 
     )
 
 
+def typing(text: str, **payload: Any) -> ToolOutcome:
+    """A text to type: ``typed`` in the payload becomes the characters really typed, and
+    ``interrupted`` is added when a stop ended the typing between two chunks (see
+    :func:`~deskpilot.agent.tools._act.act`)."""
+    return ToolOutcome(ok_payload(**payload, typed=len(text)), action=TypeText(text))
+
+
 async def _type_text(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    text = actions.text(args, limit=ctx.max_type_chars)
-    action = TypeText(text)
-    await ctx.acheck_policy(action)
-    size = max(1, ctx.type_chunk)
-    typed = [0]
-
-    def act() -> None:
-        # Chunked so Ctrl+C stops a long text within one chunk, not at the end (the
-        # policy has seen the whole text above, so a secret cannot pass in pieces).
-        for start in range(0, len(text), size):
-            if ctx.stop.is_set():
-                return
-            chunk = text[start : start + size]
-            ctx.hands.type_text(chunk)
-            typed[0] += len(chunk)
-        ctx.hands.sync()
-        ctx.pause(0.1)
-
-    await ctx.run_blocking(act)
-    payload = ok_payload(action="type_text", typed=typed[0])
-    if typed[0] < len(text):
-        payload["interrupted"] = True
-    return ToolOutcome(payload, action=action, acted=True)
+    return typing(actions.text(args, limit=ctx.max_type_chars), action="type_text")
 
 
 def type_tool(name: str = "type_text") -> Tool:
@@ -419,13 +404,10 @@ def type_tool(name: str = "type_text") -> Tool:
 
 
 async def _press_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
+    # The canonical names (``"Ctrl+C"`` -> ``"ctrl+c"``) name the same keys as the model's
+    # spelling: they are what the policy checks, the hands are sent and the record keeps.
     combo = actions.key_combo(args, key_names, keys=("key", "keys"))
-    # The record names the keys canonically; the controller is sent them as the model wrote them.
-    raw = args.get("key", args.get("keys"))
-    sent = "+".join(raw) if isinstance(raw, list) else str(raw)
-    await ctx.acheck_policy(KeyPress(combo))
-    await ctx.run_blocking(lambda: perform(ctx.hands, KeyPress(sent), pause=ctx.pause))
-    return ToolOutcome(ok_payload(action="press_key", key=combo), action=KeyPress(combo), acted=True)
+    return ToolOutcome(ok_payload(action="press_key", key=combo), action=KeyPress(combo))
 
 
 def key_tool(name: str = "press_key") -> Tool:
@@ -454,11 +436,10 @@ def _scroller(fixed_direction: str | None, default_amount: int) -> ToolRun:
         amount = actions.integer(args, "amount", default=default_amount, low=1, high=50)
         sy, sx = _DIRECTIONS[direction]
         action = Scroll(_physical(ctx, box), dy=sy * amount, dx=sx * amount, source=box)
-        await _perform(ctx, action)
         payload = ok_payload(action="scroll", direction=direction, amount=amount, point=list(box.center))
         if label:
             payload["label"] = label
-        return ToolOutcome(payload, action=action, acted=True)
+        return ToolOutcome(payload, action=action)
 
     return run
 
@@ -503,12 +484,7 @@ async def _drag(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     start_box = actions.box(args, "start")
     end_box = actions.box(args, "end")
     action = Drag(_physical(ctx, start_box), _physical(ctx, end_box), label=label, source=(start_box, end_box))
-    await _perform(ctx, action)
-    return ToolOutcome(
-        ok_payload(action="drag", start=list(start_box.center), end=list(end_box.center)),
-        action=action,
-        acted=True,
-    )
+    return ToolOutcome(ok_payload(action="drag", start=list(start_box.center), end=list(end_box.center)), action=action)
 
 
 def drag_tool(name: str = "drag") -> Tool:
@@ -527,12 +503,7 @@ def drag_tool(name: str = "drag") -> Tool:
 async def _hold_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     combo = actions.key_combo(args, key_names, example="'shift' or 'right'", like=None, lists=False)
     seconds = actions.number(args, "seconds", default=0.5, low=0.0, high=5.0)
-    action = Hold(combo, seconds)
-    await ctx.acheck_policy(action)
-    # The controller is sent the keys as the model wrote them; the record names them canonically.
-    sent = Hold(str(args["key"]), seconds)
-    await ctx.run_blocking(lambda: perform(ctx.hands, sent, stop=ctx.stop))
-    return ToolOutcome(ok_payload(action="hold_key", key=combo, seconds=seconds), action=action, acted=True)
+    return ToolOutcome(ok_payload(action="hold_key", key=combo, seconds=seconds), action=Hold(combo, seconds))
 
 
 def hold_key_tool(name: str = "hold_key") -> Tool:
@@ -601,12 +572,9 @@ def zoom_tool(name: str = "zoom") -> Tool:
 async def _move_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     nx, ny = actions.coordinate(args, "x"), actions.coordinate(args, "y")
     action = MoveMouse(ctx.mapping.norm_to_physical(nx, ny), source=Box(nx, ny, nx, ny))
-    await _perform(ctx, action)
     area = ctx.mapping.area
     return ToolOutcome(
-        ok_payload(action="move_mouse", x=nx, y=ny, screen_w=area.width, screen_h=area.height),
-        action=action,
-        acted=True,
+        ok_payload(action="move_mouse", x=nx, y=ny, screen_w=area.width, screen_h=area.height), action=action
     )
 
 
@@ -624,17 +592,8 @@ def move_mouse_tool(name: str = "move_mouse") -> Tool:
 
 
 async def _click_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    action = Click(None)
-    await ctx.acheck_policy(action)
-    where: list[tuple[int, int]] = []
-
-    def act() -> None:
-        # The record keeps where the pointer was: the click lands there.
-        where.append(ctx.hands.position())
-        perform(ctx.hands, action, pause=ctx.pause)
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="click_mouse"), action=Click(where[0]), acted=True)
+    # At the pointer: the one path reads where it is, and checks and clicks that point.
+    return ToolOutcome(ok_payload(action="click_mouse"), action=Click(None))
 
 
 def click_mouse_tool(name: str = "click_mouse") -> Tool:
@@ -647,16 +606,7 @@ def click_mouse_tool(name: str = "click_mouse") -> Tool:
 
 
 async def _scroll_down(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    action = Scroll(None, dy=1)
-    await ctx.acheck_policy(action)
-    where: list[tuple[int, int]] = []
-
-    def act() -> None:
-        where.append(ctx.hands.position())
-        perform(ctx.hands, action, pause=ctx.pause)
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="scroll_down"), action=Scroll(where[0], dy=1), acted=True)
+    return ToolOutcome(ok_payload(action="scroll_down"), action=Scroll(None, dy=1))
 
 
 def scroll_down_tool(name: str = "scroll_down") -> Tool:
@@ -782,7 +732,7 @@ async def execute_tool_call(
     if arguments is None:
         return ToolOutcome(err_payload("invalid_args", "arguments must be a JSON object"))
     try:
-        return await tool.run(ctx, arguments)
+        return await _translate_and_act(tool, ctx, arguments)
     except UnknownKeyError as exc:
         return ToolOutcome(err_payload("invalid_key", str(exc)))
     except InputError as exc:
@@ -802,6 +752,24 @@ async def execute_tool_call(
         if isinstance(exc, (OSError, ValueError)):
             return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
         raise
+
+
+async def _translate_and_act(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
+    """The tool translates the call; its action, if any, goes the one path to the desktop."""
+    from deskpilot.agent.tools._act import act  # beside this module, which it builds on
+
+    outcome = await tool.run(ctx, arguments)
+    if outcome.action is None or isinstance(outcome.action, PASSIVE):
+        return outcome
+    performed = await act(ctx, outcome.action)
+    outcome.action = performed.action
+    outcome.acted = True
+    if performed.typed is not None and "typed" in outcome.payload:
+        outcome.payload["typed"] = performed.typed
+        if performed.interrupted:
+            outcome.payload.pop("submitted", None)  # the Enter at the text's end was not typed
+            outcome.payload["interrupted"] = True
+    return outcome
 
 
 class NoEffectTracker:

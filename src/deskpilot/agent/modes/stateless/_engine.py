@@ -57,6 +57,7 @@ from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.modes.stateless._config import StatelessSettings, output_size
 from deskpilot.agent.modes.stateless._prompt import denied_text, system_prompt, user_text
 from deskpilot.agent.modes.stateless._protocol import Action, VlmOutput, parse_vlm_output
+from deskpilot.agent.tools._act import act
 from deskpilot.agent.tools._core import Hands, err_payload
 from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
@@ -553,32 +554,6 @@ class StatelessEngine:
         button: Literal["left", "right"] = "right" if action.name == "right_click" else "left"
         return Click(point, button, 2 if action.name == "double_click" else 1, source=source)
 
-    def _perform(self, physical: InputAction) -> None:
-        """Runs on the input thread. The seed's events: a click or a scroll is sent at its
-        point without a separate move first, a text in chunks that a stop ends early."""
-        hands = self.hands
-        if isinstance(physical, MoveMouse):
-            hands.move(*physical.point)
-        elif isinstance(physical, Click):
-            assert physical.point is not None
-            hands.click(*physical.point, button=physical.button, count=physical.count)
-        elif isinstance(physical, Drag):
-            assert physical.start is not None and physical.steps is not None and physical.duration is not None
-            hands.drag(physical.start, physical.end, duration=physical.duration, steps=physical.steps)
-        elif isinstance(physical, Scroll):
-            assert physical.point is not None
-            hands.scroll(*physical.point, dy=physical.dy, dx=physical.dx)
-        elif isinstance(physical, TypeText):
-            text = physical.text
-            chunk = max(1, self.session.ctx.type_chunk)
-            for start in range(0, len(text), chunk):
-                if self.session.ctx.stop.is_set():
-                    break
-                hands.type_text(text[start : start + chunk])
-        elif isinstance(physical, KeyPress):
-            hands.key(physical.combo)
-        hands.sync()
-
     async def _execute(
         self, turn: Turn, actions: tuple[Action, ...]
     ) -> tuple[list[tuple[Action, str | None]], list[tuple[Action, InputAction]]]:
@@ -611,16 +586,14 @@ class StatelessEngine:
             started = time.perf_counter()
             error: str | None = None
             try:
-                # The run's safety policy sees the action in the tools' vocabulary (the
-                # physical record) before any input is sent, in dry runs too.
-                await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
+                # The one path of every action: the run's safety policy checks exactly the
+                # action sent (in dry runs too) before any input; a confirm question never
+                # blocks the loop; a text is typed in chunks a stop ends early.
+                await act(ctx, physical, hands=self.hands, pauses=False)
                 ran.append((action, physical))
-                await ctx.run_blocking(lambda p=physical: self._perform(p))  # type: ignore[misc]
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
-                if ran and ran[-1][0] is action:
-                    ran.pop()  # refused by a check on the input side: nothing was sent
                 payload = getattr(exc, "payload", None)
                 if not isinstance(payload, dict):
                     payload = err_payload("policy_denied", str(exc))
@@ -630,6 +603,7 @@ class StatelessEngine:
             except DeskpilotError as exc:
                 if not isinstance(exc, (OSError, ValueError)):
                     raise  # a stop (kill switch, Ctrl+C) or a bug: not this action's failure
+                ran.append((action, physical))  # its input may have been partly delivered
                 error = f"{type(exc).__name__}: {exc}"
                 entry["result"] = err_payload("action_failed", error)
                 failed = True
