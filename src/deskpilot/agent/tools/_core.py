@@ -44,7 +44,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from deskpilot import actions
 from deskpilot._errors import (
@@ -66,11 +66,9 @@ from deskpilot.actions import (
     Scroll,
     TypeText,
 )
+from deskpilot.agent.tools._protocol import CallProtocol, NativeCalls, TextParser
 from deskpilot.geometry import Box, Mapping
 from deskpilot.input import Hands, parse_combo
-
-if TYPE_CHECKING:
-    from deskpilot.agent.client._toolcalls import ToolCall
 
 __all__ = [
     "ERROR_TYPES",
@@ -78,7 +76,7 @@ __all__ = [
     "TOOLSET_NAMES",
     "Hands",
     "NoEffectTracker",
-    "TextProtocol",
+    "TextParser",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -251,19 +249,20 @@ class Tool:
         return Tool(name, description or self.description, self.parameters, self.run, self.kind)
 
 
-#: A text protocol: the calls written in a reply's content (``new_id`` names them).
-TextProtocol = Callable[[str, Callable[[], str]], "list[ToolCall]"]
-
-
 @dataclass(frozen=True, slots=True)
 class ToolSet:
     name: str
     tools: dict[str, Tool]
     #: The system prompt the model was trained with (None: built from the tools).
     prompt: str | None = None
-    #: Set for a model that answers in text instead of tool calls (UI-TARS): no tools are
-    #: sent, and this reads the calls from the content.
-    text_protocol: TextProtocol | None = None
+    #: How the calls travel in the chat (:mod:`._protocol`): native function calls, or
+    #: calls written as text (UI-TARS) with no tools sent and results sent back as text.
+    protocol: CallProtocol = field(default_factory=NativeCalls)
+
+    @property
+    def text_protocol(self) -> TextParser | None:
+        """The parser of calls written in a reply's text (None: the model calls natively)."""
+        return None if self.protocol.sends_tools else self.protocol.read_text
 
     @property
     def names(self) -> list[str]:
@@ -277,14 +276,14 @@ class ToolSet:
 
 
 def make_toolset(
-    name: str, tools: Iterable[Tool], *, prompt: str | None = None, text_protocol: TextProtocol | None = None
+    name: str, tools: Iterable[Tool], *, prompt: str | None = None, protocol: CallProtocol | None = None
 ) -> ToolSet:
     table: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in table:
             raise ValueError(f"tool set {name!r} has two tools named {tool.name!r}")
         table[tool.name] = tool
-    return ToolSet(name, table, prompt, text_protocol)
+    return ToolSet(name, table, prompt, protocol if protocol is not None else NativeCalls())
 
 
 # ---------------------------------------------------------------------- argument helpers

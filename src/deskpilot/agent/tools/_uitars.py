@@ -56,12 +56,14 @@ from deskpilot.agent.tools._core import (
     ok_payload,
     typing,
 )
+from deskpilot.agent.tools._protocol import TextCalls
 from deskpilot.geometry import Mapping
 
 __all__ = [
     "IMAGE_FACTOR",
     "MAX_PIXELS",
     "MIN_PIXELS",
+    "UITARS_REMINDER",
     "UitarsAction",
     "parse_uitars",
     "smart_resize",
@@ -306,6 +308,14 @@ def to_physical(mapping: Mapping, numbers: list[float], version: str) -> tuple[i
     )
 
 
+#: What the model is told after a reply with no action that could be run.
+UITARS_REMINDER = (
+    "Your last reply had no action that could be run. Answer in the output format: a line "
+    "'Thought: ...' and a line 'Action: ...' with one action of the action space; when the "
+    "task is complete, Action: finished(content='...')."
+)
+
+
 # -- the tools ----------------------------------------------------------------------------------------
 
 
@@ -484,4 +494,6 @@ def uitars_toolset(version: str = "1.5") -> ToolSet:
         _tool("call_user", _call_user, "control"),
     ]
     name = "uitars" if version == "1.5" else "uitars-1.0"
-    return make_toolset(name, tools, prompt=uitars_system_prompt(), text_protocol=uitars_calls)
+    return make_toolset(
+        name, tools, prompt=uitars_system_prompt(), protocol=TextCalls(uitars_calls, UITARS_REMINDER)
+    )
