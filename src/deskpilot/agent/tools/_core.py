@@ -150,6 +150,10 @@ class ToolOutcome:
     #: The model ended the task with this tool: ``(status, text)``, status ``"success"``
     #: or ``"failure"`` (qwen's terminate/answer, UI-TARS finished/call_user).
     final: tuple[str, str] | None = None
+    #: What the tool read from the arguments, for a mode that keeps it (team's memory
+    #: holds the variant's argument dataclass): the call is translated once. Kept when
+    #: the policy or the OS refuses the action; None when the arguments were refused.
+    detail: Any = None
 
     @property
     def ok(self) -> bool:
@@ -732,35 +736,52 @@ async def execute_tool_call(
         return ToolOutcome(err_payload("invalid_args", "arguments must be a JSON object"))
     try:
         return await _translate_and_act(tool, ctx, arguments)
-    except UnknownKeyError as exc:
+    except DeskpilotError as exc:
+        refused = _refusal(exc)
+        if refused is None:
+            raise
+        return refused
+
+
+def _refusal(exc: DeskpilotError) -> ToolOutcome | None:
+    """The payload of a call the arguments, the policy or the OS refused (None: not a
+    refusal, e.g. a stop, which propagates)."""
+    if isinstance(exc, UnknownKeyError):
         return ToolOutcome(err_payload("invalid_key", str(exc)))
-    except InputError as exc:
+    if isinstance(exc, InputError):
         # The input layer refused (InputArgumentError is an ArgumentError too): the
         # arguments passed the tool's checks, so the action failed.
         return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
-    except ToolError as exc:
+    if isinstance(exc, ToolError):
         return ToolOutcome(err_payload(exc.kind, exc.message))
-    except ActionDeniedError as exc:
+    if isinstance(exc, ActionDeniedError):
         # The safety layer's PolicyDenied carries the payload the model should read (why,
         # which rule, do not retry as is); any other refusal gets the same error type.
         payload = getattr(exc, "payload", None)
         if isinstance(payload, dict):
             return ToolOutcome(payload)
         return ToolOutcome(err_payload("policy_denied", str(exc)))
-    except DeskpilotError as exc:
-        if isinstance(exc, (OSError, ValueError)):
-            return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
-        raise
+    if isinstance(exc, (OSError, ValueError)):
+        return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
+    return None
 
 
 async def _translate_and_act(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
-    """The tool translates the call; its action, if any, goes the one path to the desktop."""
+    """The tool translates the call; its action, if any, goes the one path to the desktop.
+    A refusal on the way keeps what the tool read from the arguments (``detail``)."""
     from deskpilot.agent.tools._act import act  # beside this module, which it builds on
 
     outcome = await tool.run(ctx, arguments)
     if outcome.action is None or isinstance(outcome.action, PASSIVE):
         return outcome
-    performed = await act(ctx, outcome.action)
+    try:
+        performed = await act(ctx, outcome.action)
+    except DeskpilotError as exc:
+        refused = _refusal(exc)
+        if refused is None:
+            raise
+        refused.detail = outcome.detail
+        return refused
     outcome.action = performed.action
     outcome.acted = True
     if performed.typed is not None and "typed" in outcome.payload:
