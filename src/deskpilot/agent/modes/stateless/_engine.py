@@ -52,6 +52,7 @@ from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._run import RunResult, run_agent
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._session import ModeResult, Session, Turn
+from deskpilot.agent.client._chat import Completion
 from deskpilot.agent.client._history import History, png_data_url
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.modes.stateless._config import StatelessSettings, output_size
@@ -346,22 +347,40 @@ class StatelessEngine:
     async def _run_turn(
         self, number: int, text: str, reply_at: float | None
     ) -> ModeResult | tuple[str, float]:
-        s = self.settings
-        session = self.session
+        """One turn: parse the reply, act, capture, annotate, then end the run or ask again."""
+        turn = self._open_turn(number, reply_at)
+        out, finish_reason = self._parse(turn, number, text)
+        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
+            return self._truncated(turn, text, finish_reason)
+        self.state.set_phase("executing")
+        self.session.reporter.phase(number, "action")
+        executed, ran = await self._execute(turn, out.actions)
+        annotated, how, raw_task = await self._picture(turn, number, out, ran, text)
+        self._result_record(turn, out, executed)
+        ended = await self._end_of_turn(turn, number, out, text, raw_task, annotated, how)
+        if ended is not None:
+            return ended
+        return await self._ask_next(turn, number, out, executed, text, raw_task, annotated, how)
+
+    def _open_turn(self, number: int, reply_at: float | None) -> Turn:
         turn = Turn(number, "stateless")
         turn.reply_at = reply_at
         turn.record.update(
             {
                 "turn": number,
                 "time": round(time.time(), 3),
-                "mode": session.mode,
+                "mode": self.session.mode,
                 "role": "stateless",
                 "stage": "turn",
             }
         )
         self._turn = turn
+        return turn
 
-        session.reporter.phase(number, "parse")
+    def _parse(self, turn: Turn, number: int, text: str) -> tuple[VlmOutput, str | None]:
+        """The reply's JSON (never fails), and the finish reason its completion gave."""
+        s = self.settings
+        self.session.reporter.phase(number, "parse")
         with turn.timer.phase("parse"):
             out = parse_vlm_output(text, max_actions=s.max_actions, max_bboxes=s.max_bboxes)
         turn.record["reply"] = {
@@ -374,17 +393,6 @@ class StatelessEngine:
         if self._text_from_reasoning:
             turn.record["reply"]["from_reasoning"] = True
             self._text_from_reasoning = False
-        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
-            # Cut at the token limit with nothing usable: asking again would be cut again.
-            turn.record["final"] = False
-            turn.record["ended_by"] = "truncated"
-            session.close_turn(turn)
-            self._turn = None
-            return ModeResult(
-                "truncated",
-                strip_think(text),
-                extra={"stateless": self._summary(), "finish_reason": finish_reason},
-            )
         log.debug(
             "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
             number,
@@ -393,22 +401,41 @@ class StatelessEngine:
             len(out.bboxes),
             len(out.rejected),
         )
-        boxes = tuple(b.mark() for b in out.bboxes)
+        return out, finish_reason
 
-        self.state.set_phase("executing")
-        session.reporter.phase(number, "action")
-        executed, ran = await self._execute(turn, out.actions)
-        # The heat (and the trail) shows where actions ran, as the prompt tells the model:
-        # an action the policy refused or one skipped after a failure is not drawn.
+    def _truncated(self, turn: Turn, text: str, finish_reason: str) -> ModeResult:
+        """Cut at the token limit with nothing usable: asking again would be cut again."""
+        turn.record["final"] = False
+        turn.record["ended_by"] = "truncated"
+        self.session.close_turn(turn)
+        self._turn = None
+        return ModeResult(
+            "truncated",
+            strip_think(text),
+            extra={"stateless": self._summary(), "finish_reason": finish_reason},
+        )
+
+    async def _picture(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        ran: list[tuple[Action, InputAction]],
+        text: str,
+    ) -> tuple[_Saved, str, asyncio.Future[_Saved]]:
+        """The screen after the actions, its raw PNG (encoded in the background) and the
+        annotated one: the heat and the trail show where actions ran, as the prompt tells
+        the model (an action the policy refused or one skipped after a failure is not drawn)."""
+        s = self.settings
+        session = self.session
+        boxes = tuple(b.mark() for b in out.bboxes)
         marks = tuple(action_mark(physical) for _, physical in ran)
         ran_dicts = [action.as_dict() for action, _ in ran]
-
         self.state.set_phase("capturing")
         if s.capture_delay > 0:
             with turn.timer.phase("delay"):
                 await asyncio.sleep(s.capture_delay)
         frame = await self._capture(turn)
-
         self.state.set_phase("annotating")
         session.reporter.phase(number, "encode")
         raw_task = asyncio.ensure_future(
@@ -445,6 +472,10 @@ class StatelessEngine:
         }
         # Once per run, as in the other modes: frames go on without the cursor.
         session.note_cursor_problem(turn.record["observation"], getattr(self._capturer, "cursor_problem", None))
+        return annotated, how, raw_task
+
+    @staticmethod
+    def _result_record(turn: Turn, out: VlmOutput, executed: list[tuple[Action, str | None]]) -> None:
         turn.record["result"] = {
             "ok": all(error is None for _, error in executed),
             "actions_run": len(executed),
@@ -458,6 +489,18 @@ class StatelessEngine:
             if "policy_denied" in types:
                 turn.record["result"]["denied"] = turn.record.get("policy_denied", 0)
 
+    async def _end_of_turn(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        text: str,
+        raw_task: asyncio.Future[_Saved],
+        annotated: _Saved,
+        how: str,
+    ) -> ModeResult | tuple[str, float] | None:
+        """The run's end (``done``, ``max_steps``) or an injected model output; None: ask."""
+        session = self.session
         if out.done:
             raw = await raw_task
             self._finish_records(turn, number, out, text, raw, annotated, how)
@@ -485,6 +528,21 @@ class StatelessEngine:
             turn.record["ended_by"] = "max_steps"
             self._stopped("max_steps")
             return ended
+        return None
+
+    async def _ask_next(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        executed: list[tuple[Action, str | None]],
+        text: str,
+        raw_task: asyncio.Future[_Saved],
+        annotated: _Saved,
+        how: str,
+    ) -> tuple[str, float]:
+        """The next request (the records are finished while the model thinks); returns
+        the model's answer text and when it was complete."""
         self.state.set_phase("calling_model")
         with turn.timer.phase("request_build"):
             body = self._request_body(out, executed, annotated.png, number)
@@ -493,9 +551,13 @@ class StatelessEngine:
             raw = await raw_task  # finished while the model thinks
             self._finish_records(turn, number, out, text, raw, annotated, how)
 
-        completion, replied = await session.send(turn, body, images=1, meanwhile=finish_records())
+        completion, replied = await self.session.send(turn, body, images=1, meanwhile=finish_records())
         self._turn = None
         self._finish_reason = completion.finish_reason
+        return self._answer_text(completion), replied
+
+    def _answer_text(self, completion: Completion) -> str:
+        """The text the next turn parses: the content, or the reasoning that holds the answer."""
         if (
             not strip_think(completion.content)
             and completion.reasoning
@@ -505,9 +567,9 @@ class StatelessEngine:
             # --reasoning-format, vLLM --reasoning-parser) can leave its whole JSON answer
             # in the reasoning field and an empty content: read the answer from there.
             self._text_from_reasoning = True
-            return completion.reasoning, replied
+            return completion.reasoning
         self._text_from_reasoning = False
-        return completion.content, replied
+        return completion.content
 
     def _request_body(
         self, out: VlmOutput, executed: list[tuple[Action, str | None]], png: bytes, number: int
