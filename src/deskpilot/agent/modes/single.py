@@ -284,10 +284,7 @@ class SingleMode:
     ) -> None:
         """The results (and the refused extra calls) go back to the model, with the image."""
         obs = await self._observe_after(session, turn, results)
-        said = self.protocol.answer(history, [(call, outcome.payload) for call, outcome in results])
-        if said and obs is None:
-            history.add_user(said)
-        refused = []
+        answers = [(call, outcome.payload) for call, outcome in results]
         for call in extra_calls:
             payload = err_payload(
                 "too_many_tool_calls",
@@ -295,9 +292,11 @@ class SingleMode:
                 "Call it again in your next reply if it is still needed.",
             )
             session.reject_call(turn, call, payload)
-            refused.append((call, payload))
-        self.protocol.answer(history, refused)
+            answers.append((call, payload))
+        said = self.protocol.answer(history, answers)
         if obs is None:
+            if said:
+                history.add_user(said)
             return
         last = results[-1][1]
         force = any(o.observe for _, o in results) or last.zoom is not None or obs.shot.zoomed

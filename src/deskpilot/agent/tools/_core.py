@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -66,12 +67,13 @@ from deskpilot.actions import (
     Scroll,
     TypeText,
 )
-from deskpilot.agent.tools._protocol import CallProtocol, NativeCalls, TextParser
+from deskpilot.agent.tools._protocol import TEXT_LANGUAGES, CallProtocol, NativeCalls, TextParser
 from deskpilot.geometry import Box, Mapping
 from deskpilot.input import Hands, parse_combo
 
 __all__ = [
     "ERROR_TYPES",
+    "NATIVE_FUNCTIONS",
     "TOOLSETS",
     "TOOLSET_NAMES",
     "Hands",
@@ -86,6 +88,7 @@ __all__ = [
     "execute_tool_call",
     "make_toolset",
     "ok_payload",
+    "speaking_toolset",
     "toolset",
     "toolset_id",
     "toolset_label",
@@ -702,6 +705,29 @@ def toolset_label(name: str) -> str:
     ident = toolset_id(name)
     user_name = TOOLSET_NAMES.get(ident, ident)
     return user_name if user_name == ident else f"{user_name} ({ident})"
+
+
+#: A call a tool set lacks, named as a model's own trained function, and the tool set that
+#: speaks it (Qwen3-VL calls ``computer_use`` whatever tools it is offered).
+NATIVE_FUNCTIONS = {"computer_use": "qwen"}
+
+
+@functools.cache
+def _builtin(ident: str) -> ToolSet:
+    return TOOLSETS[ident]()
+
+
+def speaking_toolset(tools: ToolSet, name: str, source: str) -> ToolSet:
+    """The tool set that runs a call: ``tools``, or, for a call in a known model's own
+    language that ``tools`` lacks, that language's tool set (same one path, same mapping
+    of its coordinates): UI-TARS action text under a native tool set (``source``
+    ``"uitars"``), Qwen3-VL's ``computer_use`` under a tool set without it."""
+    language = TEXT_LANGUAGES.get(source)
+    if language is not None and tools.text_protocol is None:
+        return _builtin(language)
+    if name not in tools.tools and name in NATIVE_FUNCTIONS:
+        return _builtin(NATIVE_FUNCTIONS[name])
+    return tools
 
 
 def toolset(name: str) -> ToolSet:

@@ -8,7 +8,10 @@ mode has one path whatever language the model speaks:
     the reply's ``tool_calls`` (or a call block in the content, which the client already
     parsed into ``tool_calls``), each result goes back as a ``tool`` message, several calls
     in one reply run one per step unless the mode says otherwise, and a plain text answer
-    is a final answer.
+    is a final answer. A reply with no tool call whose text is written in a known model's
+    own action language (UI-TARS's ``Action: click(...)``) is read in that language: those
+    calls run through that language's own tool set (:func:`~._core.speaking_toolset`) and
+    their results go back as text.
 :class:`TextCalls`
     a model that writes its actions as text (UI-TARS's ``Action: click(...)``): no tools in
     the request, the calls are read from the content by the tool set's own parser, every
@@ -31,7 +34,7 @@ import orjson
 from deskpilot.agent.client._history import History
 from deskpilot.agent.client._toolcalls import ToolCall
 
-__all__ = ["NO_ACTION_REMINDER", "CallProtocol", "NativeCalls", "TextCalls", "TextParser"]
+__all__ = ["NO_ACTION_REMINDER", "TEXT_LANGUAGES", "CallProtocol", "NativeCalls", "TextCalls", "TextParser"]
 
 #: Reads the calls written in a reply's content (``new_id`` names them).
 TextParser = Callable[[str, Callable[[], str]], "list[ToolCall]"]
@@ -41,6 +44,27 @@ NO_ACTION_REMINDER = (
     "To act, call one of the tools (a native tool call). When the task is complete, "
     "reply with a short final answer in plain text and no tool call."
 )
+
+
+#: The ``ToolCall.source`` of calls read from a model's own text language, and the tool set
+#: that speaks it.
+TEXT_LANGUAGES = {"uitars": "uitars"}
+
+
+def _as_text(results: Sequence[tuple[ToolCall, dict[str, Any]]]) -> str:
+    if not results:
+        return ""
+    parts = [f"{call.name or 'action'}: {orjson.dumps(payload).decode()}" for call, payload in results]
+    return "Result: " + "; ".join(parts)
+
+
+def _native_text_calls(content: str, new_id: Callable[[], str]) -> list[ToolCall]:
+    """Calls written in a known model's own text language (UI-TARS), if the text has any."""
+    if "Action" not in content:
+        return []
+    from deskpilot.agent.tools._uitars import uitars_calls  # it builds on this module
+
+    return uitars_calls(content, new_id)
 
 
 class CallProtocol(Protocol):
@@ -86,12 +110,22 @@ class NativeCalls:
     reminder: str = NO_ACTION_REMINDER
 
     def read(self, content: str, tool_calls: Sequence[ToolCall], new_id: Callable[[], str]) -> tuple[list[ToolCall], bool]:
-        return list(tool_calls), False
+        if tool_calls:
+            return list(tool_calls), False
+        # A model answering in its own trained text language (UI-TARS's ``Action:
+        # click(...)``) under a tool set that calls natively: its actions run through that
+        # language's tool set (Session.act), instead of the run ending with no action.
+        calls = [call for call in _native_text_calls(content, new_id) if call.error is None]
+        return calls, bool(calls)
 
     def answer(self, history: History, results: Sequence[tuple[ToolCall, dict[str, Any]]]) -> str:
+        written = []
         for call, payload in results:
-            history.add_tool_result(call.id, payload, name=call.name or None)
-        return ""
+            if call.source in TEXT_LANGUAGES:
+                written.append((call, payload))  # written as text: there is no call id to answer
+            else:
+                history.add_tool_result(call.id, payload, name=call.name or None)
+        return _as_text(written)
 
     def read_text(self, content: str, new_id: Callable[[], str]) -> list[ToolCall]:
         return []
@@ -114,10 +148,7 @@ class TextCalls:
         return calls, bool(calls)
 
     def answer(self, history: History, results: Sequence[tuple[ToolCall, dict[str, Any]]]) -> str:
-        if not results:
-            return ""
-        parts = [f"{call.name or 'action'}: {orjson.dumps(payload).decode()}" for call, payload in results]
-        return "Result: " + "; ".join(parts)
+        return _as_text(results)
 
     def read_text(self, content: str, new_id: Callable[[], str]) -> list[ToolCall]:
         return self.parse(content, new_id)

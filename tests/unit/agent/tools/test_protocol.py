@@ -53,3 +53,29 @@ def test_text_calls_are_read_from_the_content_and_answered_as_text() -> None:
     # A server that parsed the text into tool calls after all: those are the calls.
     native = ToolCall(id="n1", name="click", arguments={"start_box": [1, 2]}, raw_arguments="{}")
     assert text.read("", [native], ids()) == ([native], False)  # type: ignore[arg-type]
+
+
+def test_a_call_in_a_known_models_own_language_is_run_by_that_language() -> None:
+    from deskpilot.agent.tools._core import speaking_toolset
+
+    element, extended, uitars, qwen = (toolset(n) for n in ("seed000", "extended", "uitars", "qwen"))
+    assert speaking_toolset(element, "computer_use", "native").name == "qwen"
+    assert speaking_toolset(element, "click", "uitars").name == "uitars"
+    # UI-TARS's "scroll" is not extended's "scroll": the language decides, not the name.
+    assert speaking_toolset(extended, "scroll", "uitars").name == "uitars"
+    assert speaking_toolset(extended, "scroll", "native") is extended
+    assert speaking_toolset(uitars, "click", "uitars") is uitars
+    assert speaking_toolset(qwen, "computer_use", "native") is qwen
+    assert speaking_toolset(element, "no_such_tool", "native") is element
+
+
+def test_native_calls_read_uitars_text_and_answer_it_as_text() -> None:
+    native = NativeCalls()
+    calls, from_text = native.read("Thought: go.\nAction: click(start_box='(10,20)')", [], ids())  # type: ignore[arg-type]
+    assert from_text and [c.source for c in calls] == ["uitars"]
+    assert native.read("Thought: go.\nAction: click(start_box='nowhere')", [], ids()) == ([], False)  # type: ignore[arg-type]
+    assert native.read("The task is done.", [], ids()) == ([], False)  # type: ignore[arg-type]
+    history = History("system")
+    before = len(history.messages)
+    said = native.answer(history, [(calls[0], {"ok": True})])
+    assert said.startswith("Result: click: ") and len(history.messages) == before
