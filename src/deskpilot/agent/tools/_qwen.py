@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
@@ -224,75 +225,94 @@ def _keys(args: dict[str, Any]) -> str:
     return combo
 
 
+# One translator per action: the arguments -> one Action (or none) and the payload.
+
+
+async def _terminate(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    status = args.get("status", "success")
+    if status not in ("success", "failure"):
+        raise ToolError("invalid_args", f"status must be success or failure, got {status!r}")
+    return ToolOutcome(ok_payload(action="terminate", status=status), final=(str(status), ""))
+
+
+async def _answer(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    text = args.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ToolError("empty_text", "action=answer needs the answer in text")
+    return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
+
+
+async def _wait(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    seconds = args.get("time", 1.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 30:
+        raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
+    await asyncio.sleep(float(seconds))
+    return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
+
+
+async def _type(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    text = args.get("text")
+    if not isinstance(text, str) or text == "":
+        raise ToolError("empty_text", "action=type needs a non-empty text")
+    return typing(text, action="type")
+
+
+async def _key(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    combo = _keys(args)
+    return ToolOutcome(ok_payload(action="key", keys=combo), action=KeyPress(combo))
+
+
+async def _scroll(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    notches = _notches(args)
+    point = _point(args, required=False)
+    where = grid_to_physical(ctx.mapping, *point) if point is not None else None
+    # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
+    dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
+    payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
+    if where is not None:
+        payload["point"] = _norm(ctx.mapping, *where)
+    return ToolOutcome(payload, action=Scroll(where, dy=dy, dx=dx, style="qwen"))
+
+
+async def _drag(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    mapping = ctx.mapping
+    end_grid = _point(args)
+    assert end_grid is not None
+    start_grid = _point(args, "start_coordinate", required=False)
+    end = grid_to_physical(mapping, *end_grid)
+    # Without a start_coordinate the drag starts where the pointer is (the one path
+    # reads it, and the record keeps that point).
+    start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
+    return ToolOutcome(ok_payload(action=action, end=_norm(mapping, *end)), action=Drag(start_at, end, style="qwen"))
+
+
+async def _move(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    grid = _point(args)
+    assert grid is not None
+    at = grid_to_physical(ctx.mapping, *grid)
+    return ToolOutcome(ok_payload(action=action, point=_norm(ctx.mapping, *at)), action=MoveMouse(at, style="qwen"))
+
+
+async def _click(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    grid = _point(args, required=False)
+    at = grid_to_physical(ctx.mapping, *grid) if grid is not None else None  # None: at the pointer
+    button, count = _CLICKS[action]
+    payload = ok_payload(action=action)
+    if at is not None:
+        payload["point"] = _norm(ctx.mapping, *at)
+    return ToolOutcome(payload, action=Click(at, button, count, style="qwen"))
+
+
+_Translator = Callable[[ToolContext, str, dict[str, Any]], Awaitable[ToolOutcome]]
+
+
 async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     action = args.get("action")
     if not isinstance(action, str) or action not in ACTIONS:
         raise ToolError(
             "invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}"
         )
-    mapping = ctx.mapping
-
-    if action == "terminate":
-        status = args.get("status", "success")
-        if status not in ("success", "failure"):
-            raise ToolError("invalid_args", f"status must be success or failure, got {status!r}")
-        return ToolOutcome(ok_payload(action="terminate", status=status), final=(str(status), ""))
-    if action == "answer":
-        text = args.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise ToolError("empty_text", "action=answer needs the answer in text")
-        return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
-    if action == "wait":
-        seconds = args.get("time", 1.0)
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not 0 <= seconds <= 30
-        ):
-            raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
-        await asyncio.sleep(float(seconds))
-        return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
-    if action == "type":
-        text = args.get("text")
-        if not isinstance(text, str) or text == "":
-            raise ToolError("empty_text", "action=type needs a non-empty text")
-        return typing(text, action="type")
-    if action == "key":
-        combo = _keys(args)
-        return ToolOutcome(ok_payload(action="key", keys=combo), action=KeyPress(combo))
-
-    if action in ("scroll", "hscroll"):
-        notches = _notches(args)
-        point = _point(args, required=False)
-        where = grid_to_physical(mapping, *point) if point is not None else None
-        # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
-        dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
-        payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
-        if where is not None:
-            payload["point"] = _norm(mapping, *where)
-        return ToolOutcome(payload, action=Scroll(where, dy=dy, dx=dx, style="qwen"))
-
-    if action == "left_click_drag":
-        end_grid = _point(args)
-        assert end_grid is not None
-        start_grid = _point(args, "start_coordinate", required=False)
-        end = grid_to_physical(mapping, *end_grid)
-        # Without a start_coordinate the drag starts where the pointer is (the one path
-        # reads it, and the record keeps that point).
-        start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
-        return ToolOutcome(ok_payload(action=action, end=_norm(mapping, *end)), action=Drag(start_at, end, style="qwen"))
-
-    # Pointer actions: mouse_move and the clicks.
-    grid = _point(args, required=action == "mouse_move")
-    at = grid_to_physical(mapping, *grid) if grid is not None else None
-    if action == "mouse_move":
-        assert at is not None
-        return ToolOutcome(ok_payload(action=action, point=_norm(mapping, *at)), action=MoveMouse(at, style="qwen"))
-    button, count = _CLICKS[action]
-    payload = ok_payload(action=action)
-    if at is not None:
-        payload["point"] = _norm(mapping, *at)
-    return ToolOutcome(payload, action=Click(at, button, count, style="qwen"))
+    return await _TRANSLATORS[action](ctx, action, args)
 
 
 _CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
@@ -301,6 +321,19 @@ _CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
     "middle_click": ("middle", 1),
     "double_click": ("left", 2),
     "triple_click": ("left", 3),
+}
+
+_TRANSLATORS: dict[str, _Translator] = {
+    "key": _key,
+    "type": _type,
+    "mouse_move": _move,
+    **dict.fromkeys(_CLICKS, _click),
+    "left_click_drag": _drag,
+    "scroll": _scroll,
+    "hscroll": _scroll,
+    "wait": _wait,
+    "terminate": _terminate,
+    "answer": _answer,
 }
 
 

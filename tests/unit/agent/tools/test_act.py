@@ -444,3 +444,9 @@ def test_canonical_key_names_press_the_same_keys_as_the_models_spelling(spelling
         return backend.actions
 
     assert events(canonical) == events(spelling)
+
+
+def test_every_qwen_action_has_an_example() -> None:
+    from deskpilot.agent.tools._qwen import ACTIONS
+
+    assert {args["action"] for args in _QWEN["computer_use"]} == set(ACTIONS)
