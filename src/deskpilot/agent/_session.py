@@ -11,7 +11,8 @@ implementation of the hard parts:
     says whether the run's ``max_steps`` requests are used up: a value (the mode's
     ``max_steps`` result) the mode returns, not an exception.
 ``Session.act(turn, call, tools)``
-    runs one tool call on the input thread, then settles adaptively (on X11 DAMAGE
+    runs one tool call (translated by the tool set that speaks its language, sent the one
+    path of every action: :func:`deskpilot.agent.tools.act`), then settles adaptively (on X11 DAMAGE
     notifications where the server has them, :func:`._settle.settle_on_damage`; by
     polling probes elsewhere), compares the settled frame with the one before the
     action (``changed`` / ``changed_region``) and warns after repeated actions without
