@@ -14,11 +14,15 @@ call into one typed ``Action`` (or none) plus its payload; it never touches the 
 2. the policy checks exactly that action (``ToolContext.acheck_policy``: async, a confirm
    question waits off the event loop); a refusal raises
    :class:`~deskpilot.errors.ActionDeniedError` before any input;
-3. the action is performed on the one input thread (``ToolContext.run_blocking``):
+3. a stop (``ctx.stop``: Ctrl+C, SIGTERM, the kill switch, a cancelled call) that came
+   while the policy decided, a confirm question waiting, ends it there: nothing is sent,
+   :class:`~deskpilot.errors.RunInterrupted` is raised (a text already started stops
+   between chunks instead);
+4. the action is performed on the one input thread (``ToolContext.run_blocking``):
    :func:`deskpilot.input.perform`, except a :class:`~deskpilot.actions.TypeText`, which
    is typed in chunks of ``ToolContext.type_chunk`` characters with the stop flag checked
    between chunks (the policy saw the whole text, so a secret cannot pass in pieces);
-4. it returns a :class:`Performed`: the action as sent (``to_record()`` is the turn
+5. it returns a :class:`Performed`: the action as sent (``to_record()`` is the turn
    record's ``"action"``) and, for a text, how many characters were typed.
 
 :class:`~deskpilot.actions.Wait` and :class:`~deskpilot.actions.Zoom` send nothing: they
@@ -30,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from deskpilot._errors import RunInterrupted
 from deskpilot.actions import PASSIVE, Action, ActionRecord, Click, Drag, Scroll, TypeText
 from deskpilot.agent.tools._core import ToolContext
 from deskpilot.input import Hands, perform
@@ -93,7 +98,8 @@ async def act(ctx: ToolContext, action: Action, *, hands: Hands | None = None, p
     ``hands``: other hands than ``ctx.hands`` (the stateless mode's dry run sends to a
     recorder). ``pauses``: the seeds' delays (``ctx.seed_delays``) around the action.
     Raises :class:`~deskpilot.errors.ActionDeniedError` when the policy refuses (nothing
-    was sent) and the input layer's errors when the OS refuses an event.
+    was sent), :class:`~deskpilot.errors.RunInterrupted` when the run is stopping (nothing
+    was sent), and the input layer's errors when the OS refuses an event.
     """
     if isinstance(action, PASSIVE):
         return Performed(action)
@@ -102,6 +108,8 @@ async def act(ctx: ToolContext, action: Action, *, hands: Hands | None = None, p
         where = await ctx.run_blocking(target.position)
         action = _placed(action, (int(where[0]), int(where[1])))
     await ctx.acheck_policy(action)
+    if ctx.stop.is_set():
+        raise RunInterrupted("input refused: the run is stopping", reason="stop")
     if isinstance(action, TypeText):
         text = action.text
         typed = await ctx.run_blocking(lambda: _type_in_chunks(ctx, target, text, pauses))

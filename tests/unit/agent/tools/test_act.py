@@ -450,3 +450,26 @@ def test_every_qwen_action_has_an_example() -> None:
     from deskpilot.agent.tools._qwen import ACTIONS
 
     assert {args["action"] for args in _QWEN["computer_use"]} == set(ACTIONS)
+
+
+@pytest.mark.parametrize("action", [Click((10, 10)), TypeText("never typed"), KeyPress("enter")], ids=["click", "type", "key"])
+def test_a_stop_that_came_while_the_policy_decided_sends_nothing(action: Action) -> None:
+    from deskpilot._errors import RunInterrupted
+
+    desk = SimulatedDesktop()
+    ctx = context(desk, None)
+
+    async def stop_while_deciding(checked: Action) -> None:
+        ctx.stop.set()  # e.g. Ctrl+C while a confirm question waited
+
+    ctx.policy_async = stop_while_deciding
+
+    async def go() -> Performed:
+        try:
+            return await act(ctx, action)
+        finally:
+            ctx.close()
+
+    with pytest.raises(RunInterrupted):
+        asyncio.run(go())
+    assert desk.events == []
