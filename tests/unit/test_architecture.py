@@ -151,6 +151,73 @@ def test_the_model_client_and_tool_sets_stand_below_the_session_and_modes() -> N
     assert not offences, "the client or a tool set imports the session, the run or a mode:\n" + "\n".join(offences)
 
 
+#: The one path of every action (ARCHITECTURE.md, "One turn"): the only module above the
+#: input and safety rooms that asks the policy or sends input.
+ONE_PATH = "agent/tools/_act.py"
+#: The Hands primitives that send input.
+_SENDS = {"click", "move", "type_text", "key", "scroll", "drag", "hold", "mouse_down", "mouse_up"}
+_ASKS = {"acheck_policy", "check_policy", "check_action", "check_action_async"}
+
+
+def _names(node: ast.expr) -> Iterator[str]:
+    while isinstance(node, ast.Attribute):
+        yield node.attr
+        node = node.value
+    if isinstance(node, ast.Name):
+        yield node.id
+
+
+def _bypasses(path: Path) -> Iterator[tuple[int, str]]:
+    """Calls that send input or ask the policy: ``perform(...)`` (the input layer's), a Hands
+    primitive on something named hands (``ctx.hands.click``), a policy check."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("deskpilot.input")
+            and any(alias.name == "perform" for alias in node.names)
+        ):
+            yield node.lineno, f"imports perform from {node.module}"
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            owner = list(_names(func.value))
+            if func.attr in _SENDS and any("hands" in name for name in owner):
+                yield node.lineno, f"{'.'.join(reversed(owner))}.{func.attr}(...)"
+            if func.attr in _ASKS:
+                yield node.lineno, f"{func.attr}(...)"
+
+
+def test_every_action_takes_the_one_path() -> None:
+    """Above the input and safety rooms, only the one path (``agent/tools/_act.py``) sends
+    input or asks the policy: a tool set, a mode or a server builds an Action and calls
+    ``deskpilot.agent.tools.act``, so no new dialect can forget the safety check. (The
+    test support, ``testing``, implements Hands and is no sender.)"""
+    offences = []
+    for path in _modules():
+        rel = path.relative_to(SRC).as_posix()
+        room = _room(path)
+        if rel == ONE_PATH or room == "testing" or FLOORS.get(room, FLOORS["agent"]) < FLOORS["agent"]:
+            continue
+        offences += [f"{rel}:{line}: {what}" for line, what in _bypasses(path)]
+    assert not offences, f"input or a policy check outside {ONE_PATH}:\n" + "\n".join(offences)
+
+
+def test_the_one_path_test_catches_a_bypass(tmp_path: Path) -> None:
+    bypass = tmp_path / "tool.py"
+    bypass.write_text(
+        "from deskpilot.input import perform\n"
+        "async def run(ctx, args):\n"
+        "    await ctx.acheck_policy(args)\n"
+        "    ctx.hands.click(1, 2)\n"
+        "    self.hands.type_text('x')\n"
+        "    perform(ctx.hands, args)\n"
+    )
+    found = {what for _, what in _bypasses(bypass)}
+    assert found == {"imports perform from deskpilot.input", "acheck_policy(...)", "ctx.hands.click(...)", "self.hands.type_text(...)"}
+
+
 @pytest.mark.parametrize("room", ["capture", "imaging", "geometry", "input"])
 def test_the_capture_library_rooms_stand_below_the_agent(room: str) -> None:
     assert FLOORS[room] < FLOORS["agent"]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeGuard
 
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
@@ -52,9 +53,9 @@ from deskpilot.agent.tools._core import (
     _combo,
     make_toolset,
     ok_payload,
+    typing,
 )
 from deskpilot.geometry import Mapping
-from deskpilot.input import perform
 
 __all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "physical_to_grid", "qwen_system_prompt", "qwen_toolset"]
 
@@ -248,108 +249,94 @@ def _keys(args: dict[str, Any]) -> str:
     return combo
 
 
+# One translator per action: the arguments -> one Action (or none) and the payload.
+
+
+async def _terminate(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    status = args.get("status", "success")
+    if status not in ("success", "failure"):
+        raise ToolError("invalid_args", f"status must be success or failure, got {status!r}")
+    return ToolOutcome(ok_payload(action="terminate", status=status), final=(str(status), ""))
+
+
+async def _answer(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    text = args.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ToolError("empty_text", "action=answer needs the answer in text")
+    return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
+
+
+async def _wait(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    seconds = args.get("time", 1.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 30:
+        raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
+    await asyncio.sleep(float(seconds))
+    return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
+
+
+async def _type(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    text = args.get("text")
+    if not isinstance(text, str) or text == "":
+        raise ToolError("empty_text", "action=type needs a non-empty text")
+    return typing(text, action="type")
+
+
+async def _key(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    combo = _keys(args)
+    return ToolOutcome(ok_payload(action="key", keys=combo), action=KeyPress(combo))
+
+
+async def _scroll(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    notches = _notches(args)
+    point = _point(args, required=False)
+    where = grid_to_physical(ctx.mapping, *point) if point is not None else None
+    # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
+    dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
+    payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
+    if where is not None:
+        payload["point"] = _norm(ctx.mapping, *where)
+    return ToolOutcome(payload, action=Scroll(where, dy=dy, dx=dx, style="qwen"))
+
+
+async def _drag(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    mapping = ctx.mapping
+    end_grid = _point(args)
+    assert end_grid is not None
+    start_grid = _point(args, "start_coordinate", required=False)
+    end = grid_to_physical(mapping, *end_grid)
+    # Without a start_coordinate the drag starts where the pointer is (the one path
+    # reads it, and the record keeps that point).
+    start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
+    return ToolOutcome(ok_payload(action=action, end=_norm(mapping, *end)), action=Drag(start_at, end, style="qwen"))
+
+
+async def _move(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    grid = _point(args)
+    assert grid is not None
+    at = grid_to_physical(ctx.mapping, *grid)
+    return ToolOutcome(ok_payload(action=action, point=_norm(ctx.mapping, *at)), action=MoveMouse(at, style="qwen"))
+
+
+async def _click(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
+    grid = _point(args, required=False)
+    at = grid_to_physical(ctx.mapping, *grid) if grid is not None else None  # None: at the pointer
+    button, count = _CLICKS[action]
+    payload = ok_payload(action=action)
+    if at is not None:
+        payload["point"] = _norm(ctx.mapping, *at)
+    return ToolOutcome(payload, action=Click(at, button, count, style="qwen"))
+
+
+_Translator = Callable[[ToolContext, str, dict[str, Any]], Awaitable[ToolOutcome]]
+
+
 async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     action = args.get("action")
     if not isinstance(action, str) or action not in ACTIONS:
         raise ToolError(
             "invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}"
         )
-    mapping = ctx.mapping
-    hands = ctx.hands
-
-    if action == "terminate":
-        status = args.get("status", "success")
-        if status not in ("success", "failure"):
-            raise ToolError("invalid_args", f"status must be success or failure, got {status!r}")
-        return ToolOutcome(ok_payload(action="terminate", status=status), final=(str(status), ""))
-    if action == "answer":
-        text = args.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise ToolError("empty_text", "action=answer needs the answer in text")
-        return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
-    if action == "wait":
-        seconds = args.get("time", 1.0)
-        if (
-            isinstance(seconds, bool)
-            or not isinstance(seconds, (int, float))
-            or not 0 <= seconds <= 30
-        ):
-            raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
-        await asyncio.sleep(float(seconds))
-        return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
-    if action == "type":
-        text = args.get("text")
-        if not isinstance(text, str) or text == "":
-            raise ToolError("empty_text", "action=type needs a non-empty text")
-        from deskpilot.agent.tools._core import _type_text
-
-        outcome = await _type_text(ctx, {"text": text})
-        outcome.payload["action"] = "type"
-        return outcome
-    if action == "key":
-        combo = _keys(args)
-        keys = KeyPress(combo)
-        await ctx.acheck_policy(keys)
-        await ctx.run_blocking(lambda: perform(hands, keys))
-        return ToolOutcome(ok_payload(action="key", keys=combo), action=keys, acted=True)
-
-    if action in ("scroll", "hscroll"):
-        notches = _notches(args)
-        point = _point(args, required=False)
-        where = grid_to_physical(mapping, *point) if point is not None else None
-        # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
-        dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
-        scroll = Scroll(where, dy=dy, dx=dx, style="qwen")
-        await ctx.acheck_policy(scroll)
-        await ctx.run_blocking(lambda: perform(hands, scroll))
-        payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
-        if where is not None:
-            payload["point"] = _norm(mapping, *where)
-        return ToolOutcome(payload, action=scroll, acted=True)
-
-    if action == "left_click_drag":
-        end_grid = _point(args)
-        assert end_grid is not None
-        start_grid = _point(args, "start_coordinate", required=False)
-        end = grid_to_physical(mapping, *end_grid)
-        start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
-        drag = Drag(start_at, end, style="qwen")
-        started: list[tuple[int, int]] = []
-
-        def drag_from_start() -> None:
-            # Without a start_coordinate the drag starts where the pointer is; the
-            # record keeps that point.
-            origin = start_at if start_at is not None else hands.position()
-            started.append(origin)
-            perform(hands, Drag(origin, end, style="qwen"))
-
-        await ctx.acheck_policy(drag)
-        await ctx.run_blocking(drag_from_start)
-        return ToolOutcome(
-            ok_payload(action=action, end=_norm(mapping, *end)),
-            action=Drag(started[0], end, style="qwen"),
-            acted=True,
-        )
-
-    # Pointer actions: mouse_move and the clicks.
-    grid = _point(args, required=action == "mouse_move")
-    at = grid_to_physical(mapping, *grid) if grid is not None else None
-    if action == "mouse_move":
-        assert at is not None
-        move = MoveMouse(at, style="qwen")
-        await ctx.acheck_policy(move)
-        await ctx.run_blocking(lambda: perform(hands, move))
-        return ToolOutcome(
-            ok_payload(action=action, point=_norm(mapping, *at)), action=move, acted=True
-        )
-    button, count = _CLICKS[action]
-    click = Click(at, button, count, style="qwen")
-    await ctx.acheck_policy(click)
-    await ctx.run_blocking(lambda: perform(hands, click, pause=ctx.pause))
-    payload = ok_payload(action=action)
-    if at is not None:
-        payload["point"] = _norm(mapping, *at)
-    return ToolOutcome(payload, action=click, acted=True)
+    return await _TRANSLATORS[action](ctx, action, args)
 
 
 _CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
@@ -358,6 +345,19 @@ _CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {
     "middle_click": ("middle", 1),
     "double_click": ("left", 2),
     "triple_click": ("left", 3),
+}
+
+_TRANSLATORS: dict[str, _Translator] = {
+    "key": _key,
+    "type": _type,
+    "mouse_move": _move,
+    **dict.fromkeys(_CLICKS, _click),
+    "left_click_drag": _drag,
+    "scroll": _scroll,
+    "hscroll": _scroll,
+    "wait": _wait,
+    "terminate": _terminate,
+    "answer": _answer,
 }
 
 
