@@ -157,6 +157,12 @@ class WatchBackend(Protocol):
         """The pointer position in desktop pixels."""
         ...
 
+    def motions(self) -> list[tuple[int, int]] | None:
+        """The pointer positions of every motion since the last call, in order; None
+        when this backend cannot see motion as events (the watcher then samples
+        :meth:`pointer` once per poll instead)."""
+        ...
+
     def arm_hotkey(self, combo: str) -> None:
         """Grab/register ``combo`` globally; raises PlatformError when it cannot."""
         ...
@@ -187,7 +193,8 @@ _GENERIC_MOD = {
 
 
 class X11WatchBackend:
-    """Pointer polling and passive key grabs over a private X connection."""
+    """Pointer motion as events (the RECORD extension, see :mod:`deskpilot._x11._motion`;
+    sampling where the server has none) and passive key grabs over private X connections."""
 
     # Keysyms whose modifier bit is looked up in the server's modifier map.
     _MOD_KEYSYMS: ClassVar[dict[str, tuple[int, int]]] = {
@@ -200,11 +207,23 @@ class X11WatchBackend:
 
     def __init__(self, display: str | None = None) -> None:
         from deskpilot._x11 import XDisplay
+        from deskpilot._x11._motion import MotionRecorder
 
         self.conn = XDisplay(PlatformError, display)
         self.grabs: list[tuple[int, int]] = []
         #: (keycode, modifier mask, bits ignored when matching a press) per armed hotkey.
         self._hotkeys: set[tuple[int, int, int]] = set()
+        self.recorder: MotionRecorder | None = None
+        #: Why the pointer is sampled instead of recorded (None: it is recorded).
+        self.sampled: str | None = None
+        try:
+            self.recorder = MotionRecorder(display)
+        except PlatformError as exc:
+            self.sampled = str(exc)
+            log.warning("kill switch: %s; the corner is sampled instead", exc)
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        return self.recorder.drain() if self.recorder is not None else None
 
     def bounds(self) -> Rect:
         return Rect(0, 0, self.conn.width, self.conn.height)
@@ -277,8 +296,11 @@ class X11WatchBackend:
         hit = self._drain()
         if hit or timeout <= 0:
             return hit
+        sockets = [self.conn.fileno()]
+        if self.recorder is not None:
+            sockets.append(self.recorder.fileno())  # motion wakes the watcher at once
         with contextlib.suppress(OSError, ValueError):
-            select.select([self.conn.fileno()], [], [], timeout)
+            select.select(sockets, [], [], timeout)
         return self._drain()
 
     def _drain(self) -> bool:
@@ -290,6 +312,10 @@ class X11WatchBackend:
         return hit
 
     def close(self) -> None:
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            with contextlib.suppress(Exception):
+                recorder.close()
         if self.conn.ptr:
             for keycode, variant in self.grabs:
                 self.conn.ungrab_key(keycode, variant)
@@ -327,6 +353,9 @@ class Win32WatchBackend:
     def bounds(self) -> Rect:
         left, top, width, height = self._virtual_screen(self.user32)
         return Rect(left, top, max(1, width), max(1, height))
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        return None
 
     def pointer(self) -> tuple[int, int]:
         # Raises without an interactive desktop (a locked workstation, a service): the
@@ -635,7 +664,12 @@ class KillSwitch:
             self.status["corner"] = "off"
             return []
         corners = _corners(self.monitors or (backend.bounds(),))
-        self.status["corner"] = f"armed: {', '.join(f'{n} ({x},{y})' for n, x, y in corners)}, margin {self.corner_margin} px"
+        # Events see every position the pointer passed; a sample sees where it is now,
+        # and misses a corner left again within the poll interval.
+        seen = "every motion" if backend.motions() is not None else f"sampled every {self.poll_interval:g} s"
+        self.status["corner"] = (
+            f"armed: {', '.join(f'{n} ({x},{y})' for n, x, y in corners)}, margin {self.corner_margin} px, {seen}"
+        )
         return corners
 
     def _corner_at(self, corners: Sequence[tuple[str, int, int]], x: int, y: int) -> str | None:
@@ -663,35 +697,51 @@ class KillSwitch:
             if self.budget is not None and self._clock() >= self.budget.deadline:
                 self.trip(f"reached the time limit ({self.budget.limit_seconds:g} s)", "max_seconds")
                 return
-            if backend is None or not corners:
+            if backend is None:
                 continue
-            try:
-                x, y = backend.pointer()
-            except DeskpilotError:
+            positions = backend.motions()  # drained even with the corner off: it wakes wait()
+            if not corners:
                 continue
-            name = self._corner_at(corners, x, y)
-            with self._lock:
-                agent = self._agent_pointer
-                tol = self.agent_tolerance
-                at_agent = agent is not None and abs(agent[0] - x) <= tol and abs(agent[1] - y) <= tol
-                on_the_way = not at_agent and any(abs(px - x) <= tol and abs(py - y) <= tol
-                                                  for px, py in self._agent_via)
-                if at_agent:
-                    self._agent_seen = True
-                elif agent is not None and self._agent_seen:
-                    # The pointer left the spot the agent put it on: whoever moves it now
-                    # is the user. (Before it was seen there, the agent's move may still
-                    # be on its way, so the note stays.)
-                    self._agent_pointer = None
-                    self._agent_via = ()
-                    self._agent_seen = False
-            if name is None:
-                corner_armed = True
-                continue
-            if not corner_armed or at_agent or on_the_way:
-                continue
-            self.trip(f"fail-safe: the pointer was moved into the {name} corner", "corner", x=x, y=y)
-            return
+            if positions is None:
+                try:
+                    positions = [backend.pointer()]
+                except DeskpilotError:
+                    continue
+            for x, y in positions:
+                name, corner_armed = self._see(corners, x, y, corner_armed)
+                if name is not None:
+                    self.trip(f"fail-safe: the pointer was moved into the {name} corner", "corner", x=x, y=y)
+                    return
+
+    def _see(self, corners: Sequence[tuple[str, int, int]], x: int, y: int, armed: bool) -> tuple[str | None, bool]:
+        """One pointer position, in the order the pointer took them: ``(the corner that
+        trips, or None; whether the corner is armed from now on)``.
+
+        The agent's own moves are told apart by position: :meth:`note_pointer` announced
+        the target (and a drag's start) before the move, and a position there is the
+        agent's. Once the pointer has been seen there, any other position is the user's
+        and the note is dropped."""
+        name = self._corner_at(corners, x, y)
+        with self._lock:
+            agent = self._agent_pointer
+            tol = self.agent_tolerance
+            at_agent = agent is not None and abs(agent[0] - x) <= tol and abs(agent[1] - y) <= tol
+            on_the_way = not at_agent and any(abs(px - x) <= tol and abs(py - y) <= tol
+                                              for px, py in self._agent_via)
+            if at_agent:
+                self._agent_seen = True
+            elif agent is not None and self._agent_seen:
+                # The pointer left the spot the agent put it on: whoever moves it now
+                # is the user. (Before it was seen there, the agent's move may still
+                # be on its way, so the note stays.)
+                self._agent_pointer = None
+                self._agent_via = ()
+                self._agent_seen = False
+        if name is None:
+            return None, True
+        if not armed or at_agent or on_the_way:
+            return None, armed
+        return name, armed
 
 
 def _resolve(future: asyncio.Future[Trip], trip: Trip) -> None:
