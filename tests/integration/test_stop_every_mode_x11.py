@@ -100,7 +100,8 @@ def centred(xvfb: str) -> Iterator[str]:
 
 def run_until_stopped(tmp_path: Path, mode: str, toolset: str | None, variant: str | None, gesture: list[str]) -> tuple[dict[str, Any], int, int]:
     """Start a busy run, wait for it to be busy, do ``gesture`` (xdotool arguments);
-    returns (summary, exit code, model requests after the gesture)."""
+    returns (summary, exit code, model requests after the gesture). The run must say on
+    stderr that the kill switch stopped it."""
     args = ["--mode", mode]
     if toolset is not None:
         args += ["--toolset", toolset]
@@ -129,6 +130,7 @@ def run_until_stopped(tmp_path: Path, mode: str, toolset: str | None, variant: s
         problems = server.problems
     assert problems == []
     assert out.strip(), err
+    assert "deskpilot: run ended interrupted (exit 130): stopped by kill switch" in err, err
     return orjson.loads(out), proc.returncode, after
 
 
