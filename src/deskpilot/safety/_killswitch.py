@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import select
 import threading
@@ -326,7 +327,14 @@ class X11WatchBackend:
 
 
 class Win32WatchBackend:
-    """GetCursorPos polling and RegisterHotKey on the watcher thread's message queue.
+    """Pointer motion from a low-level mouse hook (WH_MOUSE_LL), and RegisterHotKey, on
+    the watcher thread's message queue.
+
+    The hook sees every move the system processes (the user's and SendInput's alike),
+    with the position it moved to, so a corner touched between two of the agent's moves
+    is seen; Windows calls it while the watcher thread waits for messages
+    (MsgWaitForMultipleObjects wakes for it, PeekMessageW runs it). Where the hook cannot
+    be installed, the pointer is sampled with GetCursorPos once per poll instead.
 
     ``user32``/``kernel32`` default to the shared system libraries; tests pass
     :class:`~deskpilot._win32.Library` objects over recorded fakes.
@@ -336,7 +344,9 @@ class Win32WatchBackend:
         "ctrl": win32.MOD_CONTROL, "alt": win32.MOD_ALT, "shift": win32.MOD_SHIFT, "win": win32.MOD_WIN,
     }
 
-    def __init__(self, user32: Library | None = None, kernel32: Library | None = None) -> None:
+    def __init__(
+        self, user32: Library | None = None, kernel32: Library | None = None, *, mouse_hook: bool = True
+    ) -> None:
         # The Win32 calls are imported here, not at the top: Linux runs never build this.
         from deskpilot._win32 import cursor_position, drain_messages, system_library, virtual_screen
 
@@ -349,13 +359,52 @@ class Win32WatchBackend:
         self.kernel32 = kernel32 if kernel32 is not None else system_library("kernel32")
         self.thread_id = int(self.kernel32.GetCurrentThreadId())
         self.ids: list[int] = []
+        self._moves: list[tuple[int, int]] = []
+        self.hook: int | None = None
+        #: Why the pointer is sampled instead of hooked (None: it is hooked).
+        self.sampled: str | None = None
+        if mouse_hook:
+            self._install_hook()
+        else:
+            self.sampled = "the mouse hook is off"
 
     def bounds(self) -> Rect:
         left, top, width, height = self._virtual_screen(self.user32)
         return Rect(left, top, max(1, width), max(1, height))
 
+    def _install_hook(self) -> None:
+        from deskpilot._win32._prototypes import HOOKPROC
+
+        # Kept referenced while installed: ctypes frees the thunk with the Python object.
+        self._hook_proc = HOOKPROC(self._on_mouse)
+        try:
+            module = self.kernel32.GetModuleHandleW(None)
+            self.hook = int(self.user32.SetWindowsHookExW(win32.WH_MOUSE_LL, self._hook_proc, module, 0))
+        except PlatformError as exc:
+            self.sampled = f"no low-level mouse hook: {exc}"
+            log.warning("kill switch: %s; the corner is sampled instead", self.sampled)
+
+    def _on_mouse(self, code: int, wparam: int, lparam: int) -> int:
+        # Windows waits for this on every mouse event of the session (and removes a hook
+        # that keeps it waiting past LowLevelHooksTimeout): record and pass on, never raise.
+        try:
+            if code == win32.HC_ACTION and wparam == win32.WM_MOUSEMOVE and lparam:
+                from deskpilot._win32._structs import MSLLHOOKSTRUCT
+
+                info = ctypes.cast(lparam, ctypes.POINTER(MSLLHOOKSTRUCT)).contents
+                self._moves.append((int(info.pt.x), int(info.pt.y)))
+        except Exception:  # a bad event is dropped, never raised into user32
+            pass
+        try:
+            return int(self.user32.CallNextHookEx(None, code, wparam, lparam) or 0)
+        except Exception:
+            return 0
+
     def motions(self) -> list[tuple[int, int]] | None:
-        return None
+        if self.hook is None:
+            return None
+        moves, self._moves = self._moves, []
+        return moves
 
     def pointer(self) -> tuple[int, int]:
         # Raises without an interactive desktop (a locked workstation, a service): the
@@ -394,6 +443,12 @@ class Win32WatchBackend:
         return self._drain()
 
     def close(self) -> None:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            try:
+                self.user32.UnhookWindowsHookEx(hook)
+            except PlatformError as exc:  # removed by Windows already (a hook that timed out)
+                log.warning("kill switch: %s", exc)
         ids, self.ids = self.ids, []
         for hotkey_id in ids:
             try:
