@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import select
 import threading
@@ -41,7 +40,7 @@ from deskpilot.geometry import Rect
 from deskpilot.input._keys import KeySpec, parse_combo
 
 if TYPE_CHECKING:
-    from deskpilot._win32 import Library
+    from deskpilot._win32 import Library, MouseHook
 
 __all__ = [
     "DEFAULT_HOTKEY",
@@ -360,7 +359,7 @@ class Win32WatchBackend:
         self.thread_id = int(self.kernel32.GetCurrentThreadId())
         self.ids: list[int] = []
         self._moves: list[tuple[int, int]] = []
-        self.hook: int | None = None
+        self.hook: MouseHook | None = None
         #: Why the pointer is sampled instead of hooked (None: it is hooked).
         self.sampled: str | None = None
         if mouse_hook:
@@ -373,32 +372,13 @@ class Win32WatchBackend:
         return Rect(left, top, max(1, width), max(1, height))
 
     def _install_hook(self) -> None:
-        from deskpilot._win32._prototypes import HOOKPROC
+        from deskpilot._win32 import MouseHook
 
-        # Kept referenced while installed: ctypes frees the thunk with the Python object.
-        self._hook_proc = HOOKPROC(self._on_mouse)
         try:
-            module = self.kernel32.GetModuleHandleW(None)
-            self.hook = int(self.user32.SetWindowsHookExW(win32.WH_MOUSE_LL, self._hook_proc, module, 0))
+            self.hook = MouseHook(self.user32, self.kernel32, lambda x, y: self._moves.append((x, y)))
         except PlatformError as exc:
             self.sampled = f"no low-level mouse hook: {exc}"
             log.warning("kill switch: %s; the corner is sampled instead", self.sampled)
-
-    def _on_mouse(self, code: int, wparam: int, lparam: int) -> int:
-        # Windows waits for this on every mouse event of the session (and removes a hook
-        # that keeps it waiting past LowLevelHooksTimeout): record and pass on, never raise.
-        try:
-            if code == win32.HC_ACTION and wparam == win32.WM_MOUSEMOVE and lparam:
-                from deskpilot._win32._structs import MSLLHOOKSTRUCT
-
-                info = ctypes.cast(lparam, ctypes.POINTER(MSLLHOOKSTRUCT)).contents
-                self._moves.append((int(info.pt.x), int(info.pt.y)))
-        except Exception:  # a bad event is dropped, never raised into user32
-            pass
-        try:
-            return int(self.user32.CallNextHookEx(None, code, wparam, lparam) or 0)
-        except Exception:
-            return 0
 
     def motions(self) -> list[tuple[int, int]] | None:
         if self.hook is None:
@@ -446,7 +426,7 @@ class Win32WatchBackend:
         hook, self.hook = self.hook, None
         if hook is not None:
             try:
-                self.user32.UnhookWindowsHookEx(hook)
+                hook.close()
             except PlatformError as exc:  # removed by Windows already (a hook that timed out)
                 log.warning("kill switch: %s", exc)
         ids, self.ids = self.ids, []
