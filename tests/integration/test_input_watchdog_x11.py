@@ -114,3 +114,33 @@ def test_a_key_the_process_let_go_of_is_the_users_after(holder: object) -> None:
         time.sleep(0.002)
     assert not state(XK_SHIFT_L)[0], "button 1 still down 2 s after SIGKILL"
     assert state(XK_SHIFT_L)[1], "the watchdog released a Shift the process had let go of"
+
+
+def test_a_run_killed_with_sigkill_has_its_held_keys_released(xvfb: str, tmp_path: object) -> None:
+    # The whole product: `deskpilot run` holds Shift for a model (the extended tool set's
+    # hold_key, 5 s) and is killed meanwhile, as the OOM killer would.
+    from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
+
+    policy = ScriptedPolicy([Reply(tool_calls=[("hold_key", {"key": "shift", "seconds": 5})])], on_exhausted="repeat")
+    with ModelServer(policy) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deskpilot", "run", "--endpoint", server.endpoint, "--toolset", "extended",
+             "--runs-dir", str(tmp_path), "--image-size", "480x270", "--quiet", "hold shift"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not state(XK_SHIFT_L)[1] and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert state(XK_SHIFT_L)[1], "the run never held Shift"
+            killed = time.monotonic()
+            os.kill(proc.pid, signal.SIGKILL)
+            while state(XK_SHIFT_L)[1] and time.monotonic() < killed + 2.0:
+                time.sleep(0.002)
+            took = time.monotonic() - killed
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            _, err = proc.communicate(timeout=30)
+    assert not state(XK_SHIFT_L)[1], f"Shift still down 2 s after the run's SIGKILL; stderr: {err}"
+    print(f"\n[watchdog] the run's Shift released {took * 1000:.0f} ms after SIGKILL")

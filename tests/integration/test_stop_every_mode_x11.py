@@ -83,8 +83,10 @@ class BusyModel:
 MODES = [
     pytest.param("single", "element", None, id="single-element"),
     pytest.param("single", "pointer", None, id="single-pointer"),
+    pytest.param("single", "extended", None, id="single-extended"),
     pytest.param("single", "qwen", None, id="single-qwen"),
     pytest.param("single", "uitars", None, id="single-uitars"),
+    pytest.param("single", "uitars-1.0", None, id="single-uitars-1.0"),
     pytest.param("team", None, "002", id="team-002"),
     pytest.param("team", None, "003", id="team-003"),
     pytest.param("stateless", None, None, id="stateless"),

@@ -43,6 +43,7 @@ __all__ = [
     "Owner",
     "OwnerEntry",
     "process_alive",
+    "process_exiting",
     "process_start_time",
     "reclaim_dead_owners",
     "release_dead_owners",
@@ -69,6 +70,29 @@ def _start_time(pid: int) -> str | None:
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return fields[19]
+
+
+#: ``PF_EXITING`` (include/linux/sched.h) in ``/proc/<pid>/stat``'s flags (field 9): set
+#: as the process starts to exit, before its memory, files and zombie state.
+_PF_EXITING = 0x4
+
+
+def process_exiting(pid: int) -> bool:
+    """Whether ``pid`` is exiting or gone (Linux: its main thread has PF_EXITING set,
+    which happens first thing when a SIGKILL is acted on)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return True
+    fields = stat.rsplit(")", 1)[-1].split()
+    # fields[0] is field 3 (state); the flags are field 9.
+    if len(fields) < 7 or fields[0] in ("Z", "X"):
+        return True
+    try:
+        return bool(int(fields[6]) & _PF_EXITING)
+    except ValueError:
+        return False
 
 
 def process_start_time(pid: int) -> str | None:
@@ -296,6 +320,7 @@ def reclaim_dead_owners(
     buttons: Iterable[int] = (),
     borrowed: Iterable[int] = (),
     keycodes: tuple[int, int] = (9, 255),
+    ending: Owner | None = None,
 ) -> list[OwnerEntry]:
     """Release the keys and buttons that dead owners of ``owners`` held and restore the
     keycodes they borrowed; pop them from ``owners`` (so the transaction deletes their
@@ -306,8 +331,15 @@ def reclaim_dead_owners(
     ``keys``, ``buttons`` and ``borrowed``, or another one in the record) holds. The
     events go through XTest, whose device is not the user's keyboard or mouse: releasing
     a key the XTest device does not hold is dropped by the server, so a key the user
-    holds on a real keyboard is never let go."""
-    dead = [k for k, e in owners.items() if k != me and not e.alive()]
+    holds on a real keyboard is never let go. ``ending``: a process known to be exiting
+    (the watchdog's parent): its owners count as dead before the kernel says so."""
+
+    def gone(entry: OwnerEntry) -> bool:
+        if ending is not None and (entry.host, entry.pid, entry.start) == (ending.host, ending.pid, ending.start):
+            return True
+        return not entry.alive()
+
+    dead = [k for k, e in owners.items() if k != me and gone(e)]
     if not dead:
         return []
     xtst = library("Xtst")
@@ -350,13 +382,16 @@ def _first_keysym(display: XDisplay, keycode: int) -> int:
         display.x11.XFree(syms)
 
 
-def release_dead_owners(display: XDisplay) -> list[OwnerEntry]:
-    """One record transaction on ``display``: release what every dead owner held (see
-    :func:`reclaim_dead_owners`), delete their properties; returns their entries."""
+def release_dead_owners(display: XDisplay, ending: Owner | None = None) -> list[OwnerEntry]:
+    """One record transaction on ``display``: release what every dead owner (and every
+    owner of the ``ending`` process) held (see :func:`reclaim_dead_owners`), delete their
+    properties; returns their entries."""
     lo, hi = ctypes.c_int(), ctypes.c_int()
     display.x11.XDisplayKeycodes(display.handle(), ctypes.byref(lo), ctypes.byref(hi))
     record = InputRecord(display, Owner.current())
     with record.transaction() as owners:
-        released = reclaim_dead_owners(display, owners, me=record.owner.key, keycodes=(max(lo.value, 9), hi.value))
+        released = reclaim_dead_owners(
+            display, owners, me=record.owner.key, keycodes=(max(lo.value, 9), hi.value), ending=ending
+        )
     display.sync("reclaim")
     return released

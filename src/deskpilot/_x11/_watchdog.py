@@ -18,12 +18,16 @@ The watchdog connects to the display at start and then waits for
 - the pipe to end: the kernel closes it when the parent dies, however it dies; a
   ``q`` written before is a parent that released its input and stops it on purpose;
 - or a pidfd of the parent to become readable (Linux 5.3+), which also covers a
-  forked child that inherited the pipe and outlives the parent.
+  forked child that inherited the pipe and outlives the parent;
+- or, looked at every 50 ms, the parent's ``PF_EXITING`` flag in ``/proc``: the first
+  sign of a SIGKILL, while the kernel may still spend a few hundred ms freeing a large
+  process's memory before it closes the pipe.
 
-Once the parent is gone (no longer a running process; a zombie is gone, see
-:func:`deskpilot._x11._record.process_alive`), it opens one record transaction:
-what every dead owner recorded is released, minus what a live owner holds
-(:func:`deskpilot._x11._record.reclaim_dead_owners`), and the process exits.
+Once the parent is ending, it opens one record transaction: what the parent's owners
+and every dead owner recorded is released, minus what a live owner holds
+(:func:`deskpilot._x11._record.reclaim_dead_owners`), and the process exits. (An
+exiting process sends no more requests; what it wrote before reached the server's
+socket before the kill was acted on.)
 
 Nothing else. It releases only keycodes and buttons that a dead deskpilot controller
 recorded as held, through the XTest device, whose key state is not the user's keyboard
@@ -52,20 +56,19 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deskpilot._errors import PlatformError
 from deskpilot._x11._display import XDisplay
-from deskpilot._x11._record import process_alive, process_start_time, release_dead_owners
+from deskpilot._x11._record import Owner, process_exiting, process_start_time, release_dead_owners
 
 __all__ = ["Watchdog", "hold_watchdog", "main"]
 
 #: What a parent writes before closing the pipe when it stops the watchdog on purpose.
 _STOP = b"q"
-#: How long the watchdog waits, once the pipe has ended, for the parent to be gone.
-_GONE_WAIT = 2.0
+#: How often the watchdog looks whether the parent has started to exit.
+_LOOK = 0.05
 #: How long the last controller's close waits for the watchdog to exit.
 _EXIT_WAIT = 1.0
 
@@ -134,45 +137,31 @@ def hold_watchdog(display: str | None = None) -> Watchdog | None:
         return watchdog
 
 
-def _parent_gone(parent: int, start: str, pidfd: int | None, timeout: float) -> bool:
-    """Whether ``parent`` is gone, or is within ``timeout``: the pipe ends when the kernel
-    closes the dying process's files, a moment before it becomes a zombie."""
-    host = socket.gethostname()
-    deadline = time.monotonic() + timeout
-    if pidfd is not None:
-        with contextlib.suppress(OSError, ValueError):
-            select.select([pidfd], [], [], timeout)
-    while process_alive(host, parent, start):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.002)
-    return True
+def _wait_for_parent(parent: int, pipe: int) -> bool:
+    """Block until the parent is ending (True) or stops the watchdog on purpose (False).
 
-
-def _wait_for_parent(parent: int, start: str, pipe: int) -> bool:
-    """Block until the parent is gone (True) or stops the watchdog on purpose (False)."""
+    Three signs, the first one wins: ``PF_EXITING`` on the parent (looked at every
+    :data:`_LOOK` seconds: set first thing when a SIGKILL is acted on, while the kernel
+    may still spend a few hundred ms freeing a large process's memory before it closes
+    its files), the pipe ending (its files closed), the pidfd (a zombie)."""
     pidfd: int | None = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(parent)
+    can_look = os.path.isdir("/proc")
     try:
         watched = [pipe] + ([pidfd] if pidfd is not None else [])
         while True:
-            ready, _, _ = select.select(watched, [], [])
+            ready, _, _ = select.select(watched, [], [], _LOOK if can_look else None)
             if pipe in ready:
                 data = os.read(pipe, 64)
                 if _STOP in data:
                     return False
-                if data:
-                    continue
-            # The pipe ended without a stop, or the parent's pidfd is readable.
-            if _parent_gone(parent, start, pidfd, _GONE_WAIT):
+                if not data:
+                    return True  # its files are closed: it is exiting (or exec'd another program)
+            elif ready:
+                return True  # the pidfd: a zombie
+            elif can_look and process_exiting(parent):
                 return True
-            if pipe in ready:
-                # The pipe ended and the process runs on (it exec'd another program):
-                # its pid ending is the one sign left.
-                watched = [fd for fd in watched if fd != pipe]
-                if not watched:
-                    return False
     finally:
         if pidfd is not None:
             os.close(pidfd)
@@ -181,11 +170,12 @@ def _wait_for_parent(parent: int, start: str, pipe: int) -> bool:
 def watch(display: str, parent: int, pipe: int) -> int:
     """The watchdog's body: wait for ``parent`` to end, then release what it held."""
     start = process_start_time(parent)
+    ending = Owner(socket.gethostname(), parent, start, "")
     # Connected before the parent dies: acting is then one transaction, no set-up.
     with XDisplay(PlatformError, display) as conn:
-        if start is not None and not _wait_for_parent(parent, start, pipe):
+        if start is not None and not _wait_for_parent(parent, pipe):
             return 0  # stopped on purpose: the parent released what it held itself
-        released = release_dead_owners(conn)
+        released = release_dead_owners(conn, ending)
     if released:
         keys = sorted({k for e in released for k in e.keys})
         buttons = sorted({b for e in released for b in e.buttons})
