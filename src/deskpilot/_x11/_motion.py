@@ -37,13 +37,16 @@ class MotionRecorder:
     """The positions of every pointer motion on ``display`` since the last :meth:`drain`.
 
     Raises :class:`PlatformError` when the server has no RECORD extension (the caller
-    then samples the pointer instead). Not thread-safe: one thread opens, drains and
-    closes it (the kill switch's watcher).
+    then samples the pointer instead). ``control``: an open connection to create the
+    context on (the kill switch's own), else one is opened. Not thread-safe: one thread
+    opens, drains and closes it (the kill switch's watcher).
     """
 
-    def __init__(self, display: str | None = None) -> None:
+    def __init__(self, display: str | None = None, *, control: XDisplay | None = None) -> None:
         self._xtst = library("Xtst")
-        self.control = XDisplay(PlatformError, display)
+        #: The control connection: the caller's (left open on close) or one of our own.
+        self._own_control = control is None
+        self.control = XDisplay(PlatformError, display) if control is None else control
         self.data: XDisplay | None = None
         self.context = 0
         self._positions: list[tuple[int, int]] = []
@@ -112,7 +115,8 @@ class MotionRecorder:
         return positions
 
     def close(self) -> None:
-        """Disable and free the context and close both connections. Idempotent."""
+        """Disable and free the context, close the data connection and the control one if
+        it opened it. Idempotent."""
         control, data = self.control, self.data
         if self.context and not control.closed:
             with contextlib.suppress(Exception), control.trap():
@@ -123,5 +127,5 @@ class MotionRecorder:
         if data is not None and not data.closed:
             data.close()
         self.data = None
-        if not control.closed:
+        if self._own_control and not control.closed:
             control.close()

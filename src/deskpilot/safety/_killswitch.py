@@ -217,7 +217,7 @@ class X11WatchBackend:
         #: Why the pointer is sampled instead of recorded (None: it is recorded).
         self.sampled: str | None = None
         try:
-            self.recorder = MotionRecorder(display)
+            self.recorder = MotionRecorder(display, control=self.conn)
         except PlatformError as exc:
             self.sampled = str(exc)
             log.warning("kill switch: %s; the corner is sampled instead", exc)
