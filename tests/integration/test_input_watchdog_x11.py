@@ -50,9 +50,19 @@ def state(keysym: int) -> tuple[bool, bool]:
 
 
 def watchdogs_of(pid: int) -> list[int]:
-    out = subprocess.run(["pgrep", "-f", f"deskpilot._x11._watchdog .*--parent {pid} "],
-                         capture_output=True, text=True, check=False).stdout
-    return [int(p) for p in out.split()]
+    """The running watchdog processes of ``pid`` (read from /proc: their command lines)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"deskpilot._x11._watchdog" in argv and str(pid).encode() in argv:
+            found.append(int(entry))
+    return found
 
 
 @pytest.fixture

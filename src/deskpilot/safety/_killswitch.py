@@ -3,9 +3,14 @@
 A :class:`KillSwitch` runs one watcher thread that trips on
 
 - the **fail-safe corner**: the user moves the pointer into a corner of the desktop
-  (within ``corner_margin`` pixels). Positions the agent itself moves to are announced
-  with :meth:`KillSwitch.note_pointer` and never trip it, and a pointer that is already
-  in a corner when the watcher starts must leave it first;
+  (within ``corner_margin`` pixels). Every position the pointer passes is seen as an
+  event (X11: the RECORD extension; Windows: a low-level mouse hook), so a corner
+  touched between two of the agent's own moves counts; where events are unavailable the
+  pointer is sampled once per ``poll_interval``. Positions the agent itself moves to are
+  announced with :meth:`KillSwitch.note_pointer` before it moves, and a position there
+  never trips it (the agent may click in a corner); once the pointer has been seen
+  there, any other position is the user's again. A pointer that is already in a corner
+  when the watcher starts must leave it first;
 - a **global hotkey** (default ``ctrl+alt+q``): X11 ``XGrabKey`` on the root window over
   the watcher's own connection, with the CapsLock/NumLock variants grabbed too;
   Windows ``RegisterHotKey`` serviced by the watcher thread's message queue;
