@@ -53,6 +53,32 @@ def test_moving_the_pointer_into_a_corner_trips_within_the_poll_interval(centred
     assert switch.polls - polls <= 3 + int(0.1 / POLL)
 
 
+def test_a_corner_left_again_at_once_still_trips(centred: str) -> None:
+    # Into the corner and out again within one poll interval (one xdotool run: about a
+    # millisecond apart): a sampled pointer is almost never seen there, every motion is.
+    with KillSwitch(poll_interval=1.0, hotkeys=()) as switch:
+        assert switch.status["corner"].endswith("every motion")
+        xdotool("mousemove", "1919", "1079", "mousemove", "700", "700")
+        assert wait_until(lambda: switch.tripped)
+    assert switch.trip_info is not None and switch.trip_info.source == "corner"
+    assert switch.trip_info.detail == {"x": 1919, "y": 1079}
+
+
+def test_the_motion_recorder_sees_every_position_in_order(centred: str) -> None:
+    from deskpilot._x11._motion import MotionRecorder
+
+    recorder = MotionRecorder()
+    try:
+        xdotool("mousemove", "10", "20", "mousemove", "30", "40", "mousemove", "50", "60")
+        seen: list[tuple[int, int]] = []
+        assert wait_until(lambda: (seen.extend(recorder.drain()), (50, 60) in seen)[1])
+        assert [p for p in seen if p in ((10, 20), (30, 40), (50, 60))] == [(10, 20), (30, 40), (50, 60)]
+    finally:
+        recorder.close()
+    assert recorder.data is None and recorder.control.closed
+    recorder.close()  # idempotent
+
+
 def test_the_agents_own_move_into_a_corner_does_not_trip(centred: str) -> None:
     with KillSwitch(poll_interval=POLL, hotkeys=()) as switch:
         switch.note_pointer(0, 0)

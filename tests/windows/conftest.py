@@ -44,7 +44,9 @@ def gdi(dpi_awareness: Any) -> Iterator[Any]:
 def sendinput(dpi_awareness: Any) -> Iterator[Any]:
     from deskpilot.input._sendinput import SendInputBackend
 
-    backend = SendInputBackend()
+    # No watchdog per test (one Windows interpreter started and stopped each time):
+    # test_windows_watchdog.py tests it on its own.
+    backend = SendInputBackend(watchdog=False)
     try:
         yield backend
     finally:

@@ -83,6 +83,24 @@ def test_pointer_in_a_corner_trips_the_switch(target: Any, sendinput: Any) -> No
     sendinput.move(x, y)
 
 
+def test_a_corner_left_again_at_once_trips_the_switch(target: Any, sendinput: Any) -> None:
+    # Into the corner and straight out again, without waiting in between: a GetCursorPos
+    # sample almost never sees it, the low-level mouse hook sees both moves.
+    from deskpilot.safety import KillSwitch
+
+    x, y = target.center(target.pad)
+    sendinput.move(x, y)
+    sendinput.sync()
+    with KillSwitch(poll_interval=1.0, hotkeys=(), backend=watch_backend) as switch:
+        assert switch.status["corner"].endswith("every motion"), switch.status
+        sendinput.move(0, 0)
+        sendinput.move(x, y)
+        sendinput.sync()
+        assert wait_until(lambda: switch.tripped), switch.status
+    assert switch.trip_info is not None and switch.trip_info.source == "corner"
+    assert switch.trip_info.detail == {"x": 0, "y": 0}
+
+
 def test_window_policy_reads_the_foreground_window(target: Any, sendinput: Any) -> None:
     from deskpilot.safety import Win32WindowReader
 

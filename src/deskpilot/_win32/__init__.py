@@ -7,8 +7,9 @@
 * :mod:`._library` — :class:`Library`: a private ``WinDLL(use_last_error=True)`` whose
   functions are declared from a table on first use, with errchecks raising
   :class:`~deskpilot._errors.PlatformError` subclasses carrying a ``details`` dict.
-* :mod:`._user` — the foreground window, cursor, virtual screen and message queue as
-  plain values, for the kill switch and window policy of :mod:`deskpilot.safety`.
+* :mod:`._user` — the foreground window, cursor, virtual screen, message queue and a
+  low-level mouse hook as plain values, for the kill switch and window policy of
+  :mod:`deskpilot.safety`.
 * :mod:`.dpi` — per-monitor-v2 DPI awareness with reported fallbacks.
 
 deskpilot's only Win32 binding: :mod:`deskpilot.capture._gdi`,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from deskpilot._win32._system import PROTOTYPES, DllName, system_library
     from deskpilot._win32._user import (
         ForegroundWindow,
+        MouseHook,
         cursor_position,
         drain_messages,
         foreground_window,
@@ -43,7 +45,9 @@ _HOME = {
     **dict.fromkeys(("Check", "Library", "Prototype", "load_dll"), "_library"),
     **dict.fromkeys(("PROTOTYPES", "DllName", "system_library"), "_system"),
     **dict.fromkeys(
-        ("ForegroundWindow", "cursor_position", "drain_messages", "foreground_window", "virtual_screen"), "_user"
+        ("ForegroundWindow", "MouseHook", "cursor_position", "drain_messages", "foreground_window",
+         "virtual_screen"),
+        "_user",
     ),
     **dict.fromkeys(("DpiAttempt", "DpiAwareness", "DpiLevel", "ensure_dpi_awareness", "set_dpi_awareness"), "dpi"),
 }
@@ -69,6 +73,7 @@ __all__ = [
     "DpiLevel",
     "ForegroundWindow",
     "Library",
+    "MouseHook",
     "Prototype",
     "cursor_position",
     "drain_messages",

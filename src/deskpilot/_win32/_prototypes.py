@@ -51,10 +51,12 @@ from deskpilot._win32._types import (
     PROCESS_HANDLE,
     UINT,
     WINFUNCTYPE,
+    WPARAM,
 )
 
 __all__ = [
     "GDI32_PROTOTYPES",
+    "HOOKPROC",
     "KERNEL32_PROTOTYPES",
     "MONITORENUMPROC",
     "SHCORE_PROTOTYPES",
@@ -63,6 +65,8 @@ __all__ = [
 
 #: BOOL CALLBACK MonitorEnumProc(HMONITOR, HDC, LPRECT, LPARAM)
 MONITORENUMPROC = WINFUNCTYPE(BOOL, HMONITOR, HDC, ctypes.POINTER(RECT), LPARAM)
+#: LRESULT CALLBACK LowLevelMouseProc(int nCode, WPARAM, LPARAM): a hook procedure.
+HOOKPROC = WINFUNCTYPE(LPARAM, INT, WPARAM, LPARAM)
 
 _NONZERO, _SELECTED, _HRESULT, _ALL_SENT, _WAIT = (
     Check.NONZERO,
@@ -111,6 +115,8 @@ KERNEL32_PROTOTYPES: Final[dict[str, Prototype]] = {
     "GetCurrentProcess": Prototype((), PROCESS_HANDLE),
     # Cannot fail.
     "GetCurrentThreadId": Prototype((), DWORD),
+    # NULL names the program's own module, which always exists.
+    "GetModuleHandleW": Prototype((LPVOID,), LPVOID, _NONZERO, PlatformError),
 }
 
 SHCORE_PROTOTYPES: Final[dict[str, Prototype]] = {
@@ -121,6 +127,8 @@ SHCORE_PROTOTYPES: Final[dict[str, Prototype]] = {
 USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     # The comparison itself: FALSE means "not equal" (an invalid context compares unequal).
     "AreDpiAwarenessContextsEqual": Prototype((DPI_AWARENESS_CONTEXT, DPI_AWARENESS_CONTEXT), BOOL),
+    # The next hook's answer, passed on as is: no failure value.
+    "CallNextHookEx": Prototype((LPVOID, INT, WPARAM, LPARAM), LPARAM),
     "EnumDisplayMonitors": Prototype(
         (HDC, ctypes.POINTER(RECT), MONITORENUMPROC, LPARAM), BOOL, _NONZERO, CaptureError
     ),
@@ -181,6 +189,10 @@ USER32_PROTOTYPES: Final[dict[str, Prototype]] = {
     "SetProcessDpiAwarenessContext": Prototype(
         (DPI_AWARENESS_CONTEXT,), BOOL, _NONZERO, PlatformError
     ),
+    # The hook handle; NULL is failure.
+    "SetWindowsHookExW": Prototype((INT, HOOKPROC, LPVOID, DWORD), LPVOID, _NONZERO, PlatformError),
+    # FALSE: the hook is already gone (Windows removes a hook that timed out).
+    "UnhookWindowsHookEx": Prototype((LPVOID,), BOOL, _NONZERO, PlatformError),
     # Fails for an id this thread did not register (or from another thread).
     "UnregisterHotKey": Prototype((HWND, INT), BOOL, _NONZERO, PlatformError),
 }

@@ -58,6 +58,7 @@ __all__ = [
     "MONOBITMAPINFO",
     "MOUSEINPUT",
     "MSG",
+    "MSLLHOOKSTRUCT",
     "POINT",
     "RECT",
     "RGBQUAD",
@@ -278,3 +279,21 @@ class MSG(ctypes.Structure):
     lParam: int
     time: int
     pt: POINT
+
+
+class MSLLHOOKSTRUCT(ctypes.Structure):
+    """What a low-level mouse hook (WH_MOUSE_LL) is given: ``pt`` in per-monitor-aware
+    screen coordinates (physical pixels in a per-monitor-aware process)."""
+
+    _fields_ = [
+        ("pt", POINT),
+        ("mouseData", DWORD),
+        ("flags", DWORD),
+        ("time", DWORD),
+        ("dwExtraInfo", ULONG_PTR),
+    ]
+    pt: POINT
+    mouseData: int
+    flags: int
+    time: int
+    dwExtraInfo: int

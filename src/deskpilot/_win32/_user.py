@@ -9,22 +9,28 @@ prototypes of :mod:`deskpilot._win32._prototypes`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ctypes
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from deskpilot._win32._constants import (
+    HC_ACTION,
     PM_REMOVE,
     SM_CXVIRTUALSCREEN,
     SM_CYVIRTUALSCREEN,
     SM_XVIRTUALSCREEN,
     SM_YVIRTUALSCREEN,
+    WH_MOUSE_LL,
+    WM_MOUSEMOVE,
 )
 from deskpilot._win32._library import Library
-from deskpilot._win32._structs import MSG, POINT
+from deskpilot._win32._prototypes import HOOKPROC
+from deskpilot._win32._structs import MSG, MSLLHOOKSTRUCT, POINT
 from deskpilot._win32._types import DWORD, utf16_buffer, utf16_text
 
 __all__ = [
     "ForegroundWindow",
+    "MouseHook",
     "cursor_position",
     "drain_messages",
     "foreground_window",
@@ -92,3 +98,43 @@ def drain_messages(user32: Library) -> Iterator[tuple[int, int]]:
     msg = MSG()
     while user32.PeekMessageW(msg, None, 0, 0, PM_REMOVE):
         yield int(msg.message), int(msg.wParam)
+
+
+class MouseHook:
+    """A low-level mouse hook (WH_MOUSE_LL): ``on_move(x, y)`` for every pointer move the
+    session processes (the user's and SendInput's alike), with the position it moved to
+    in per-monitor-aware screen pixels.
+
+    Windows calls the hook on the thread that installed it, while that thread retrieves
+    messages (MsgWaitForMultipleObjects wakes for it, PeekMessageW runs it), and waits
+    for it on every mouse event of the session, removing a hook that keeps it waiting
+    past LowLevelHooksTimeout: ``on_move`` must be quick and must not raise (what it
+    raises is dropped). Raises :class:`~deskpilot._errors.PlatformError` when the hook
+    cannot be installed.
+    """
+
+    def __init__(self, user32: Library, kernel32: Library, on_move: Callable[[int, int], None]) -> None:
+        self.user32 = user32
+        self._on_move = on_move
+        # Kept referenced while installed: ctypes frees the thunk with the Python object.
+        self._proc = HOOKPROC(self._called)
+        module = kernel32.GetModuleHandleW(None)
+        self.handle: int | None = int(user32.SetWindowsHookExW(WH_MOUSE_LL, self._proc, module, 0))
+
+    def _called(self, code: int, wparam: int, lparam: int) -> int:
+        try:
+            if code == HC_ACTION and wparam == WM_MOUSEMOVE and lparam:
+                info = ctypes.cast(lparam, ctypes.POINTER(MSLLHOOKSTRUCT)).contents
+                self._on_move(int(info.pt.x), int(info.pt.y))
+        except Exception:  # a bad event is dropped, never raised into user32
+            pass
+        try:
+            return int(self.user32.CallNextHookEx(None, code, wparam, lparam) or 0)
+        except Exception:
+            return 0
+
+    def close(self) -> None:
+        """Remove the hook (idempotent); PlatformError when Windows removed it already."""
+        handle, self.handle = self.handle, None
+        if handle is not None:
+            self.user32.UnhookWindowsHookEx(handle)

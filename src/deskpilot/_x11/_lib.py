@@ -33,6 +33,7 @@ __all__ = [
     "CFUNCTIONS",
     "LIBRARIES",
     "XERROR_HANDLER",
+    "XRECORD_INTERCEPT",
     "Atom",
     "Bool",
     "Display",
@@ -49,6 +50,8 @@ __all__ = [
     "XRRModeInfo",
     "XRROutputInfo",
     "XRRScreenResources",
+    "XRecordInterceptData",
+    "XRecordRange",
     "XRectangle",
     "XkbMapNotifyEvent",
     "XkbStateRec",
@@ -274,6 +277,52 @@ class XRROutputInfo(Structure):
     )
 
 
+class XRecordRange8(Structure):
+    _fields_ = (("first", c_ubyte), ("last", c_ubyte))
+
+
+class XRecordRange16(Structure):
+    _fields_ = (("first", c_ushort), ("last", c_ushort))
+
+
+class XRecordExtRange(Structure):
+    _fields_ = (("ext_major", XRecordRange8), ("ext_minor", XRecordRange16))
+
+
+class XRecordRange(Structure):
+    """``XRecordRange`` (record.h): which protocol a RECORD context intercepts."""
+
+    _fields_ = (
+        ("core_requests", XRecordRange8),
+        ("core_replies", XRecordRange8),
+        ("ext_requests", XRecordExtRange),
+        ("ext_replies", XRecordExtRange),
+        ("delivered_events", XRecordRange8),
+        ("device_events", XRecordRange8),
+        ("errors", XRecordRange8),
+        ("client_started", Bool),
+        ("client_died", Bool),
+    )
+
+
+class XRecordInterceptData(Structure):
+    """``XRecordInterceptData`` (record.h): one intercepted protocol element; ``data`` is
+    the wire form (a 32-byte ``xEvent`` for device events), ``data_len`` in 4-byte units."""
+
+    _fields_ = (
+        ("id_base", c_ulong),
+        ("server_time", Time),
+        ("client_seq", c_ulong),
+        ("category", c_int),
+        ("client_swapped", Bool),
+        ("data", POINTER(c_ubyte)),
+        ("data_len", c_ulong),
+    )
+
+
+#: ``void (*XRecordInterceptProc)(XPointer closure, XRecordInterceptData *)``.
+XRECORD_INTERCEPT = ctypes.CFUNCTYPE(None, c_void_p, POINTER(XRecordInterceptData))
+
 #: ``int (*XErrorHandler)(Display *, XErrorEvent *)``.
 XERROR_HANDLER = ctypes.CFUNCTYPE(c_int, Display, POINTER(XErrorEvent))
 
@@ -349,6 +398,16 @@ CFUNCTIONS: dict[str, tuple[str, tuple[Any, ...], Any]] = {
     # probe of real connectors can take hundreds of milliseconds on Xorg).
     "XRRGetScreenResourcesCurrent": ("Xrandr", (Display, Window), POINTER(XRRScreenResources)),
     "XRRQueryExtension": ("Xrandr", (Display, POINTER(c_int), POINTER(c_int)), Bool),
+    "XRecordAllocRange": ("Xtst", (), POINTER(XRecordRange)),
+    "XRecordCreateContext": (
+        "Xtst", (Display, c_int, POINTER(c_ulong), c_int, POINTER(POINTER(XRecordRange)), c_int), c_ulong,
+    ),
+    "XRecordDisableContext": ("Xtst", (Display, c_ulong), c_int),
+    "XRecordEnableContextAsync": ("Xtst", (Display, c_ulong, XRECORD_INTERCEPT, c_void_p), c_int),
+    "XRecordFreeContext": ("Xtst", (Display, c_ulong), c_int),
+    "XRecordFreeData": ("Xtst", (POINTER(XRecordInterceptData),), None),
+    "XRecordProcessReplies": ("Xtst", (Display,), None),
+    "XRecordQueryVersion": ("Xtst", (Display, POINTER(c_int), POINTER(c_int)), c_int),
     "XSetErrorHandler": ("X11", (XERROR_HANDLER,), XERROR_HANDLER),
     "XSync": ("X11", (Display, Bool), c_int),
     "XTestFakeButtonEvent": ("Xtst", (Display, c_uint, Bool, c_ulong), c_int),

@@ -28,15 +28,26 @@ import ctypes
 import itertools
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from deskpilot._x11._display import XDisplay
+from deskpilot._x11._lib import library
 
-__all__ = ["ATOM_PREFIX", "InputRecord", "Owner", "OwnerEntry", "process_alive"]
+__all__ = [
+    "ATOM_PREFIX",
+    "InputRecord",
+    "Owner",
+    "OwnerEntry",
+    "process_alive",
+    "process_exiting",
+    "process_start_time",
+    "reclaim_dead_owners",
+    "release_dead_owners",
+]
 
 ATOM_PREFIX = "_DESKPILOT_INPUT "
 _XA_STRING = 31
@@ -59,6 +70,35 @@ def _start_time(pid: int) -> str | None:
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return None
     return fields[19]
+
+
+#: ``PF_EXITING`` (include/linux/sched.h) in ``/proc/<pid>/stat``'s flags (field 9): set
+#: as the process starts to exit, before its memory, files and zombie state.
+_PF_EXITING = 0x4
+
+
+def process_exiting(pid: int) -> bool:
+    """Whether ``pid`` is exiting or gone (Linux: its main thread has PF_EXITING set,
+    which happens first thing when a SIGKILL is acted on)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+    except OSError:
+        return True
+    fields = stat.rsplit(")", 1)[-1].split()
+    # fields[0] is field 3 (state); the flags are field 9.
+    if len(fields) < 7 or fields[0] in ("Z", "X"):
+        return True
+    try:
+        return bool(int(fields[6]) & _PF_EXITING)
+    except ValueError:
+        return False
+
+
+def process_start_time(pid: int) -> str | None:
+    """The start time of ``pid`` (what an :class:`Owner` records), or None when it is
+    not a running process."""
+    return _start_time(pid)
 
 
 def process_alive(host: str, pid: int, start: str | None) -> bool:
@@ -269,3 +309,89 @@ class InputRecord:
             if not d.closed:
                 d.x11.XUngrabServer(d.handle())
                 d.x11.XFlush(d.handle())
+
+
+def reclaim_dead_owners(
+    display: XDisplay,
+    owners: dict[str, OwnerEntry],
+    *,
+    me: str | None = None,
+    keys: Iterable[int] = (),
+    buttons: Iterable[int] = (),
+    borrowed: Iterable[int] = (),
+    keycodes: tuple[int, int] = (9, 255),
+    ending: Owner | None = None,
+) -> list[OwnerEntry]:
+    """Release the keys and buttons that dead owners of ``owners`` held and restore the
+    keycodes they borrowed; pop them from ``owners`` (so the transaction deletes their
+    properties) and return them. Call inside :meth:`InputRecord.transaction`: nobody
+    else changes the keymap meanwhile.
+
+    Only what an owner recorded is touched, and nothing a live owner (``me``, holding
+    ``keys``, ``buttons`` and ``borrowed``, or another one in the record) holds. The
+    events go through XTest, whose device is not the user's keyboard or mouse: releasing
+    a key the XTest device does not hold is dropped by the server, so a key the user
+    holds on a real keyboard is never let go. ``ending``: a process known to be exiting
+    (the watchdog's parent): its owners count as dead before the kernel says so."""
+
+    def gone(entry: OwnerEntry) -> bool:
+        if ending is not None and (entry.host, entry.pid, entry.start) == (ending.host, ending.pid, ending.start):
+            return True
+        return not entry.alive()
+
+    dead = [k for k, e in owners.items() if k != me and gone(e)]
+    if not dead:
+        return []
+    xtst = library("Xtst")
+    live = [e for k, e in owners.items() if k not in dead]
+    live_keys = {kc for e in live for kc in e.keys} | set(keys)
+    live_buttons = {b for e in live for b in e.buttons} | set(buttons)
+    live_borrowed = {kc for e in live for kc in e.borrowed} | set(borrowed)
+    low, high = keycodes
+    handle = display.handle()
+    found: list[OwnerEntry] = []
+    for key in dead:
+        entry = owners.pop(key)
+        found.append(entry)
+        # Releasing a key the XTest device does not hold is dropped by the server,
+        # so a stale entry costs nothing; keys a live owner holds are left alone.
+        for kc in sorted((entry.keys | set(entry.borrowed)) - live_keys):
+            if low <= kc <= high:
+                xtst.XTestFakeKeyEvent(handle, kc, 0, 0)
+        for button in sorted(entry.buttons - live_buttons):
+            if 1 <= button <= 255:
+                xtst.XTestFakeButtonEvent(handle, button, 0, 0)
+        for kc, keysym in entry.borrowed.items():
+            # Only what it left behind: a keycode another client mapped since is not ours to clear.
+            if kc in live_borrowed or not low <= kc <= high:
+                continue
+            if _first_keysym(display, kc) == keysym:
+                pair = (ctypes.c_ulong * 2)(0, 0)
+                display.x11.XChangeKeyboardMapping(handle, kc, 2, pair, 1)
+    return found
+
+
+def _first_keysym(display: XDisplay, keycode: int) -> int:
+    per = ctypes.c_int()
+    syms = display.x11.XGetKeyboardMapping(display.handle(), keycode, 1, ctypes.byref(per))
+    if not syms:
+        return 0
+    try:
+        return int(syms[0]) if per.value else 0
+    finally:
+        display.x11.XFree(syms)
+
+
+def release_dead_owners(display: XDisplay, ending: Owner | None = None) -> list[OwnerEntry]:
+    """One record transaction on ``display``: release what every dead owner (and every
+    owner of the ``ending`` process) held (see :func:`reclaim_dead_owners`), delete their
+    properties; returns their entries."""
+    lo, hi = ctypes.c_int(), ctypes.c_int()
+    display.x11.XDisplayKeycodes(display.handle(), ctypes.byref(lo), ctypes.byref(hi))
+    record = InputRecord(display, Owner.current())
+    with record.transaction() as owners:
+        released = reclaim_dead_owners(
+            display, owners, me=record.owner.key, keycodes=(max(lo.value, 9), hi.value), ending=ending
+        )
+    display.sync("reclaim")
+    return released

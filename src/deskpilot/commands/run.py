@@ -17,6 +17,7 @@ nothing heavy at module level so ``deskpilot --help`` stays fast.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -255,4 +256,31 @@ def handle(args: argparse.Namespace) -> int:
     result = run_agent(config, scenario, reporter=reporter, allow_xwayland=args.allow_xwayland)
     if args.json_summary:
         sys.stdout.write(dumps_json(result.summary, indent=True).decode() + os.linesep)
-    return _EXIT_CODES.get(result.outcome, 1)
+    code = _EXIT_CODES.get(result.outcome, 1)
+    if code != 0:
+        # Every ending but an answer says why on stderr, whatever stdout carries (the
+        # JSON summary, the live lines or nothing with --quiet): a script that only
+        # sees the exit status and stderr must not be left with "exit 1" alone.
+        _say_why(result.outcome, code, result.summary.get("error") or result.error, result.run_dir)
+    return code
+
+
+#: What an ending without an error text means, for the stderr line.
+_WHY = {
+    "max_steps": "reached the step limit (--max-steps)",
+    "max_time": "reached the time limit (--max-seconds)",
+    "truncated": "the reply was cut at the token limit: raise --max-tokens",
+    "no_action": "the model's reply had nothing to act on",
+    "failed": "the model reported that the task failed",
+    "interrupted": "stopped",
+    "server_error": "the model server failed mid-answer",
+}
+
+
+def _say_why(outcome: str, code: int, error: object, run_dir: object) -> None:
+    from deskpilot._untrusted import terminal_text
+
+    why = str(error) if error else _WHY.get(outcome, "see the run directory")
+    with contextlib.suppress(OSError, ValueError):  # a closed stderr has nobody to tell
+        sys.stderr.write(terminal_text(f"deskpilot: run ended {outcome} (exit {code}): {why}; run directory: {run_dir}", one_line=True) + "\n")
+        sys.stderr.flush()

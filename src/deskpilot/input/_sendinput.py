@@ -84,6 +84,7 @@ from deskpilot._win32.dpi import DpiAwareness, ensure_dpi_awareness
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button, InputBackend
 from deskpilot.input._keys import KeySpec
+from deskpilot.input._win_watchdog import HeldInput, WinWatchdog, hold_win_watchdog
 
 __all__ = ["SendInputBackend", "normalize_absolute"]
 
@@ -133,6 +134,9 @@ class SendInputBackend:
     ``user32``/``shcore`` are injectable (recorded fakes in tests); by default the system
     DLLs are used. Unless ``dpi_awareness=False`` the process is made per-monitor-v2 DPI
     aware first (outcome in :attr:`dpi`), so coordinates are physical pixels.
+    ``watchdog``: count held keys and buttons for this process's input watchdog
+    (:mod:`deskpilot.input._win_watchdog`), which releases them if the process is killed;
+    by default only with the system's user32 (a fake's presses are not the desktop's).
     """
 
     name = "sendinput"
@@ -146,6 +150,7 @@ class SendInputBackend:
         dpi_awareness: bool = True,
         user32: Library | None = None,
         shcore: Library | None = None,
+        watchdog: bool | None = None,
     ) -> None:
         if chunk_units < 2:
             raise ConfigError(
@@ -162,6 +167,10 @@ class SendInputBackend:
             self.dpi = ensure_dpi_awareness(user32=user32, shcore=shcore)
         self._target: tuple[int, int] | None = None
         self._closed = False
+        self._watchdog: WinWatchdog | None = None
+        if watchdog if watchdog is not None else user32 is None:
+            self._watchdog = hold_win_watchdog()
+        self._held: HeldInput | None = self._watchdog.held if self._watchdog is not None else None
 
     # -- queries --------------------------------------------------------------------------
     def desktop(self) -> Rect:
@@ -203,10 +212,16 @@ class SendInputBackend:
             raise InputError(
                 f"unknown mouse button {button!r} (left, right or middle)", button=button
             )
+        logical = button
         if self._user32.GetSystemMetrics(SM_SWAPBUTTON):
             button = _SWAPPED[button]
         down_flag, up_flag = _BUTTON_FLAGS[button]
+        held = self._held
+        if down and held is not None:
+            held.button(logical, True)  # counted before the press: a kill in between is released
         self._send([_mouse_event(down_flag if down else up_flag)])
+        if not down and held is not None:
+            held.button(logical, False)
 
     def wheel(self, vertical: int, horizontal: int) -> None:
         """Scroll by notches: ``vertical`` > 0 down, ``horizontal`` > 0 right."""
@@ -231,7 +246,12 @@ class SendInputBackend:
                 f"key {key.name!r} does not exist on Windows (no virtual-key code)", key=key.name
             )
         flags = (KEYEVENTF_EXTENDEDKEY if key.extended else 0) | (0 if down else KEYEVENTF_KEYUP)
+        held = self._held
+        if down and held is not None:
+            held.key(key.vk, key.extended, True)  # counted before the press
         self._send([_key_event(key.vk, self._scan_code(key.vk), flags)])
+        if not down and held is not None:
+            held.key(key.vk, key.extended, False)
 
     def type_text(self, text: str) -> None:
         """Type ``text`` exactly: KEYEVENTF_UNICODE per UTF-16 unit, Enter/Tab as keys."""
@@ -308,8 +328,13 @@ class SendInputBackend:
             raise InputError("the SendInput backend is closed")
 
     def close(self) -> None:
-        """Nothing to release (SendInput holds no handles); later calls raise. Idempotent."""
+        """Stop counting for the watchdog (the facade has released what it held; the last
+        backend of the process stops the watchdog); later calls raise. Idempotent."""
         self._closed = True
+        watchdog, self._watchdog = self._watchdog, None
+        self._held = None
+        if watchdog is not None:
+            watchdog.release()
 
 
 if TYPE_CHECKING:  # SendInputBackend satisfies the protocol the InputController expects

@@ -60,7 +60,8 @@ from collections.abc import Iterable, Iterator
 from deskpilot._errors import InputError
 from deskpilot._x11 import XDisplay, library
 from deskpilot._x11._lib import XEvent, XkbMapNotifyEvent, XkbStateRec
-from deskpilot._x11._record import InputRecord, Owner, OwnerEntry
+from deskpilot._x11._record import InputRecord, Owner, OwnerEntry, reclaim_dead_owners
+from deskpilot._x11._watchdog import Watchdog, hold_watchdog
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button
 from deskpilot.input._keys import KeySpec
@@ -122,7 +123,9 @@ class XTestBackend:
     is remapped or given back. ``settle``: seconds clients get to take a new mapping
     in. ``click_gap``: least seconds between a button release and the next press.
     ``spare_wait``: seconds to wait for another controller to give back spare
-    keycodes when it holds them all.
+    keycodes when it holds them all. ``watchdog``: start this process's input watchdog
+    for the display (:mod:`deskpilot.input._watchdog`: keys and buttons held when the
+    process is killed are released within moments, not when deskpilot next runs).
     """
 
     name = "xtest"
@@ -135,6 +138,7 @@ class XTestBackend:
         settle: float = 0.05,
         click_gap: float = 0.03,
         spare_wait: float = 5.0,
+        watchdog: bool = True,
     ) -> None:
         if min(remap_guard, settle, click_gap, spare_wait) < 0:
             raise ValueError(
@@ -149,6 +153,7 @@ class XTestBackend:
         self._xtst = library("Xtst")
         self._display = XDisplay(InputError, display)
         self._timer: threading.Timer | None = None
+        self._watchdog: Watchdog | None = None
         try:
             d = self._display.ptr
             ev, err, major, minor = (ctypes.c_int() for _ in range(4))
@@ -181,6 +186,7 @@ class XTestBackend:
             self._reload()
             if not self._candidates:
                 raise InputError("the keymap has no spare keycode to type unmapped characters")
+            self._watchdog = hold_watchdog(display) if watchdog else None
         except BaseException:
             self._display.close()
             raise
@@ -210,29 +216,15 @@ class XTestBackend:
     def _reclaim(self, owners: dict[str, OwnerEntry]) -> None:
         """Release what dead owners held and restore the keycodes they borrowed
         (inside a transaction: nobody else changes the keymap meanwhile)."""
-        dead = [k for k, e in owners.items() if k != self._owner.key and not e.alive()]
-        if not dead:
-            return
-        live = [e for k, e in owners.items() if k not in dead]
-        live_keys = {kc for e in live for kc in e.keys} | set(self._held) | self._typing
-        live_buttons = {b for e in live for b in e.buttons} | self._buttons
-        live_borrowed = {kc for e in live for kc in e.borrowed} | set(self._mine)
-        d = self._display
-        for key in dead:
-            entry = owners.pop(key)
-            # Releasing a key the XTest device does not hold is dropped by the server,
-            # so a stale entry costs nothing; keys a live owner holds are left alone.
-            for kc in sorted((entry.keys | set(entry.borrowed)) - live_keys):
-                if self._min_keycode <= kc <= self._max_keycode:
-                    self._xtst.XTestFakeKeyEvent(d.handle(), kc, 0, 0)
-            for button in sorted(entry.buttons - live_buttons):
-                if 1 <= button <= 255:
-                    self._xtst.XTestFakeButtonEvent(d.handle(), button, 0, 0)
-            mapped = self._read_keymap(entry.borrowed) if entry.borrowed else {}
-            for kc, keysym in entry.borrowed.items():
-                # Only what it left behind: a keycode another client mapped since is not ours to clear.
-                if kc not in live_borrowed and mapped.get(kc, [0])[0] == keysym:
-                    self._change(kc, 0)
+        reclaim_dead_owners(
+            self._display,
+            owners,
+            me=self._owner.key,
+            keys=set(self._held) | self._typing,
+            buttons=self._buttons,
+            borrowed=set(self._mine),
+            keycodes=(self._min_keycode, self._max_keycode),
+        )
 
     # -- keymap ---------------------------------------------------------------------
 
@@ -745,6 +737,9 @@ class XTestBackend:
                 self._display.sync("close")
             finally:
                 self._display.close()
+                watchdog, self._watchdog = self._watchdog, None
+                if watchdog is not None:
+                    watchdog.release()  # the last controller of the process stops it
 
     def __del__(self) -> None:
         display = getattr(self, "_display", None)

@@ -3,9 +3,14 @@
 A :class:`KillSwitch` runs one watcher thread that trips on
 
 - the **fail-safe corner**: the user moves the pointer into a corner of the desktop
-  (within ``corner_margin`` pixels). Positions the agent itself moves to are announced
-  with :meth:`KillSwitch.note_pointer` and never trip it, and a pointer that is already
-  in a corner when the watcher starts must leave it first;
+  (within ``corner_margin`` pixels). Every position the pointer passes is seen as an
+  event (X11: the RECORD extension; Windows: a low-level mouse hook), so a corner
+  touched between two of the agent's own moves counts; where events are unavailable the
+  pointer is sampled once per ``poll_interval``. Positions the agent itself moves to are
+  announced with :meth:`KillSwitch.note_pointer` before it moves, and a position there
+  never trips it (the agent may click in a corner); once the pointer has been seen
+  there, any other position is the user's again. A pointer that is already in a corner
+  when the watcher starts must leave it first;
 - a **global hotkey** (default ``ctrl+alt+q``): X11 ``XGrabKey`` on the root window over
   the watcher's own connection, with the CapsLock/NumLock variants grabbed too;
   Windows ``RegisterHotKey`` serviced by the watcher thread's message queue;
@@ -40,7 +45,7 @@ from deskpilot.geometry import Rect
 from deskpilot.input._keys import KeySpec, parse_combo
 
 if TYPE_CHECKING:
-    from deskpilot._win32 import Library
+    from deskpilot._win32 import Library, MouseHook
 
 __all__ = [
     "DEFAULT_HOTKEY",
@@ -157,6 +162,12 @@ class WatchBackend(Protocol):
         """The pointer position in desktop pixels."""
         ...
 
+    def motions(self) -> list[tuple[int, int]] | None:
+        """The pointer positions of every motion since the last call, in order; None
+        when this backend cannot see motion as events (the watcher then samples
+        :meth:`pointer` once per poll instead)."""
+        ...
+
     def arm_hotkey(self, combo: str) -> None:
         """Grab/register ``combo`` globally; raises PlatformError when it cannot."""
         ...
@@ -187,7 +198,8 @@ _GENERIC_MOD = {
 
 
 class X11WatchBackend:
-    """Pointer polling and passive key grabs over a private X connection."""
+    """Pointer motion as events (the RECORD extension, see :mod:`deskpilot._x11._motion`;
+    sampling where the server has none) and passive key grabs over private X connections."""
 
     # Keysyms whose modifier bit is looked up in the server's modifier map.
     _MOD_KEYSYMS: ClassVar[dict[str, tuple[int, int]]] = {
@@ -200,11 +212,23 @@ class X11WatchBackend:
 
     def __init__(self, display: str | None = None) -> None:
         from deskpilot._x11 import XDisplay
+        from deskpilot._x11._motion import MotionRecorder
 
         self.conn = XDisplay(PlatformError, display)
         self.grabs: list[tuple[int, int]] = []
         #: (keycode, modifier mask, bits ignored when matching a press) per armed hotkey.
         self._hotkeys: set[tuple[int, int, int]] = set()
+        self.recorder: MotionRecorder | None = None
+        #: Why the pointer is sampled instead of recorded (None: it is recorded).
+        self.sampled: str | None = None
+        try:
+            self.recorder = MotionRecorder(display, control=self.conn)
+        except PlatformError as exc:
+            self.sampled = str(exc)
+            log.warning("kill switch: %s; the corner is sampled instead", exc)
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        return self.recorder.drain() if self.recorder is not None else None
 
     def bounds(self) -> Rect:
         return Rect(0, 0, self.conn.width, self.conn.height)
@@ -277,8 +301,11 @@ class X11WatchBackend:
         hit = self._drain()
         if hit or timeout <= 0:
             return hit
+        sockets = [self.conn.fileno()]
+        if self.recorder is not None:
+            sockets.append(self.recorder.fileno())  # motion wakes the watcher at once
         with contextlib.suppress(OSError, ValueError):
-            select.select([self.conn.fileno()], [], [], timeout)
+            select.select(sockets, [], [], timeout)
         return self._drain()
 
     def _drain(self) -> bool:
@@ -290,6 +317,10 @@ class X11WatchBackend:
         return hit
 
     def close(self) -> None:
+        if self.recorder is not None:
+            recorder, self.recorder = self.recorder, None
+            with contextlib.suppress(Exception):
+                recorder.close()
         if self.conn.ptr:
             for keycode, variant in self.grabs:
                 self.conn.ungrab_key(keycode, variant)
@@ -300,7 +331,14 @@ class X11WatchBackend:
 
 
 class Win32WatchBackend:
-    """GetCursorPos polling and RegisterHotKey on the watcher thread's message queue.
+    """Pointer motion from a low-level mouse hook (WH_MOUSE_LL), and RegisterHotKey, on
+    the watcher thread's message queue.
+
+    The hook sees every move the system processes (the user's and SendInput's alike),
+    with the position it moved to, so a corner touched between two of the agent's moves
+    is seen; Windows calls it while the watcher thread waits for messages
+    (MsgWaitForMultipleObjects wakes for it, PeekMessageW runs it). Where the hook cannot
+    be installed, the pointer is sampled with GetCursorPos once per poll instead.
 
     ``user32``/``kernel32`` default to the shared system libraries; tests pass
     :class:`~deskpilot._win32.Library` objects over recorded fakes.
@@ -310,7 +348,9 @@ class Win32WatchBackend:
         "ctrl": win32.MOD_CONTROL, "alt": win32.MOD_ALT, "shift": win32.MOD_SHIFT, "win": win32.MOD_WIN,
     }
 
-    def __init__(self, user32: Library | None = None, kernel32: Library | None = None) -> None:
+    def __init__(
+        self, user32: Library | None = None, kernel32: Library | None = None, *, mouse_hook: bool = True
+    ) -> None:
         # The Win32 calls are imported here, not at the top: Linux runs never build this.
         from deskpilot._win32 import cursor_position, drain_messages, system_library, virtual_screen
 
@@ -323,10 +363,33 @@ class Win32WatchBackend:
         self.kernel32 = kernel32 if kernel32 is not None else system_library("kernel32")
         self.thread_id = int(self.kernel32.GetCurrentThreadId())
         self.ids: list[int] = []
+        self._moves: list[tuple[int, int]] = []
+        self.hook: MouseHook | None = None
+        #: Why the pointer is sampled instead of hooked (None: it is hooked).
+        self.sampled: str | None = None
+        if mouse_hook:
+            self._install_hook()
+        else:
+            self.sampled = "the mouse hook is off"
 
     def bounds(self) -> Rect:
         left, top, width, height = self._virtual_screen(self.user32)
         return Rect(left, top, max(1, width), max(1, height))
+
+    def _install_hook(self) -> None:
+        from deskpilot._win32 import MouseHook
+
+        try:
+            self.hook = MouseHook(self.user32, self.kernel32, lambda x, y: self._moves.append((x, y)))
+        except PlatformError as exc:
+            self.sampled = f"no low-level mouse hook: {exc}"
+            log.warning("kill switch: %s; the corner is sampled instead", self.sampled)
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        if self.hook is None:
+            return None
+        moves, self._moves = self._moves, []
+        return moves
 
     def pointer(self) -> tuple[int, int]:
         # Raises without an interactive desktop (a locked workstation, a service): the
@@ -365,6 +428,12 @@ class Win32WatchBackend:
         return self._drain()
 
     def close(self) -> None:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            try:
+                hook.close()
+            except PlatformError as exc:  # removed by Windows already (a hook that timed out)
+                log.warning("kill switch: %s", exc)
         ids, self.ids = self.ids, []
         for hotkey_id in ids:
             try:
@@ -635,7 +704,12 @@ class KillSwitch:
             self.status["corner"] = "off"
             return []
         corners = _corners(self.monitors or (backend.bounds(),))
-        self.status["corner"] = f"armed: {', '.join(f'{n} ({x},{y})' for n, x, y in corners)}, margin {self.corner_margin} px"
+        # Events see every position the pointer passed; a sample sees where it is now,
+        # and misses a corner left again within the poll interval.
+        seen = "every motion" if backend.motions() is not None else f"sampled every {self.poll_interval:g} s"
+        self.status["corner"] = (
+            f"armed: {', '.join(f'{n} ({x},{y})' for n, x, y in corners)}, margin {self.corner_margin} px, {seen}"
+        )
         return corners
 
     def _corner_at(self, corners: Sequence[tuple[str, int, int]], x: int, y: int) -> str | None:
@@ -663,35 +737,51 @@ class KillSwitch:
             if self.budget is not None and self._clock() >= self.budget.deadline:
                 self.trip(f"reached the time limit ({self.budget.limit_seconds:g} s)", "max_seconds")
                 return
-            if backend is None or not corners:
+            if backend is None:
                 continue
-            try:
-                x, y = backend.pointer()
-            except DeskpilotError:
+            positions = backend.motions()  # drained even with the corner off: it wakes wait()
+            if not corners:
                 continue
-            name = self._corner_at(corners, x, y)
-            with self._lock:
-                agent = self._agent_pointer
-                tol = self.agent_tolerance
-                at_agent = agent is not None and abs(agent[0] - x) <= tol and abs(agent[1] - y) <= tol
-                on_the_way = not at_agent and any(abs(px - x) <= tol and abs(py - y) <= tol
-                                                  for px, py in self._agent_via)
-                if at_agent:
-                    self._agent_seen = True
-                elif agent is not None and self._agent_seen:
-                    # The pointer left the spot the agent put it on: whoever moves it now
-                    # is the user. (Before it was seen there, the agent's move may still
-                    # be on its way, so the note stays.)
-                    self._agent_pointer = None
-                    self._agent_via = ()
-                    self._agent_seen = False
-            if name is None:
-                corner_armed = True
-                continue
-            if not corner_armed or at_agent or on_the_way:
-                continue
-            self.trip(f"fail-safe: the pointer was moved into the {name} corner", "corner", x=x, y=y)
-            return
+            if positions is None:
+                try:
+                    positions = [backend.pointer()]
+                except DeskpilotError:
+                    continue
+            for x, y in positions:
+                name, corner_armed = self._see(corners, x, y, corner_armed)
+                if name is not None:
+                    self.trip(f"fail-safe: the pointer was moved into the {name} corner", "corner", x=x, y=y)
+                    return
+
+    def _see(self, corners: Sequence[tuple[str, int, int]], x: int, y: int, armed: bool) -> tuple[str | None, bool]:
+        """One pointer position, in the order the pointer took them: ``(the corner that
+        trips, or None; whether the corner is armed from now on)``.
+
+        The agent's own moves are told apart by position: :meth:`note_pointer` announced
+        the target (and a drag's start) before the move, and a position there is the
+        agent's. Once the pointer has been seen there, any other position is the user's
+        and the note is dropped."""
+        name = self._corner_at(corners, x, y)
+        with self._lock:
+            agent = self._agent_pointer
+            tol = self.agent_tolerance
+            at_agent = agent is not None and abs(agent[0] - x) <= tol and abs(agent[1] - y) <= tol
+            on_the_way = not at_agent and any(abs(px - x) <= tol and abs(py - y) <= tol
+                                              for px, py in self._agent_via)
+            if at_agent:
+                self._agent_seen = True
+            elif agent is not None and self._agent_seen:
+                # The pointer left the spot the agent put it on: whoever moves it now
+                # is the user. (Before it was seen there, the agent's move may still
+                # be on its way, so the note stays.)
+                self._agent_pointer = None
+                self._agent_via = ()
+                self._agent_seen = False
+        if name is None:
+            return None, True
+        if not armed or at_agent or on_the_way:
+            return None, armed
+        return name, armed
 
 
 def _resolve(future: asyncio.Future[Trip], trip: Trip) -> None:

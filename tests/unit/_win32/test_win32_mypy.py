@@ -20,6 +20,8 @@ FILES = [
     "src/deskpilot/_win32",
     "src/deskpilot/capture/_gdi.py",
     "src/deskpilot/input/_sendinput.py",
+    "src/deskpilot/input/_win_watchdog.py",
+    "src/deskpilot/safety/_killswitch.py",
 ]
 
 

@@ -70,6 +70,7 @@ WIN64: dict[str, tuple[int, dict[str, int]]] = {
     "INPUT_UNION": (32, {"mi": 0, "ki": 0, "hi": 0}),
     "INPUT": (40, {"type": 0, "u": 8}),
     "MSG": (48, {"hwnd": 0, "message": 8, "wParam": 16, "lParam": 24, "time": 32, "pt": 36}),
+    "MSLLHOOKSTRUCT": (32, {"pt": 0, "mouseData": 8, "flags": 12, "time": 16, "dwExtraInfo": 24}),
 }
 
 # Only what differs on 32-bit Windows (4-byte pointers, 4-byte alignment).
@@ -83,6 +84,7 @@ WIN32: dict[str, tuple[int, dict[str, int]]] = {
     "INPUT_UNION": (24, {"mi": 0, "ki": 0}),
     "INPUT": (28, {"type": 0, "u": 4}),
     "MSG": (28, {"message": 4, "wParam": 8, "lParam": 12, "time": 16, "pt": 20}),
+    "MSLLHOOKSTRUCT": (24, {"time": 16, "dwExtraInfo": 20}),
 }
 
 _POINTER_SIZED = {

@@ -35,6 +35,9 @@ class FakeBackend:
         self.thread = threading.current_thread()
         return self.position
 
+    def motions(self) -> list[tuple[int, int]] | None:
+        return None  # sampled: the watcher reads pointer() once per poll
+
     def arm_hotkey(self, combo: str) -> None:
         if combo in self.refuse:
             raise PlatformError(f"cannot grab hotkey {combo!r}: another application already grabbed it")
@@ -49,6 +52,25 @@ class FakeBackend:
 
     def close(self) -> None:
         self.closed = True
+
+
+class MotionBackend(FakeBackend):
+    """A desktop that reports every pointer motion as an event, as RECORD does."""
+
+    def __init__(self, pointer: tuple[int, int] = (960, 540)) -> None:
+        super().__init__(pointer)
+        self.queue: list[tuple[int, int]] = []
+        self.lock = threading.Lock()
+
+    def move(self, *points: tuple[int, int]) -> None:
+        with self.lock:
+            self.queue.extend(points)
+            self.position = points[-1]
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        with self.lock:
+            out, self.queue = self.queue, []
+        return out
 
 
 def wait_until(predicate: object, timeout: float = 2.0) -> bool:
@@ -295,3 +317,33 @@ def test_budget_wall_clock_and_hard_cap() -> None:
 def test_budget_rejects_unbounded_or_bad_values(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         RunBudget(**kwargs)  # type: ignore[arg-type]
+
+
+def test_a_corner_touched_between_two_samples_trips_when_motion_is_an_event() -> None:
+    # The user touches the corner and the agent's next move takes the pointer away
+    # before the watcher looks: a sample sees (500, 500), the events see the corner.
+    backend = MotionBackend()
+    with make(backend) as switch:
+        assert switch.status["corner"].endswith("every motion")
+        switch.note_pointer(500, 500)
+        backend.move((1919, 0), (500, 500))
+        assert wait_until(lambda: switch.tripped)
+    assert switch.trip_info is not None and switch.trip_info.source == "corner"
+    assert switch.trip_info.detail == {"x": 1919, "y": 0}
+
+
+def test_the_agents_own_motion_into_a_corner_is_not_the_gesture() -> None:
+    backend = MotionBackend()
+    with make(backend) as switch:
+        switch.note_pointer(0, 0, via=[(1919, 1079)])
+        backend.move((1919, 1079), (900, 500), (0, 0))  # a drag from a corner into another
+        time.sleep(20 * POLL)
+        assert not switch.tripped
+        backend.move((10, 10), (0, 0))  # the pointer left the agent's spot: the user's now
+        assert wait_until(lambda: switch.tripped)
+    assert switch.trip_info is not None and "top-left" in switch.trip_info.reason
+
+
+def test_a_sampled_corner_says_so() -> None:
+    with make(FakeBackend()) as switch:
+        assert switch.status["corner"].endswith(f"sampled every {POLL:g} s")

@@ -16,15 +16,17 @@ from win32_fakes import FakeDLL, target
 from deskpilot._errors import InputError, PlatformError
 from deskpilot._win32 import PROTOTYPES, Check, Library
 from deskpilot._win32 import _constants as c
+from deskpilot._win32._structs import MSLLHOOKSTRUCT
 from deskpilot._win32._types import utf16_buffer, utf16_text
 from deskpilot.safety import KillSwitch, Win32WatchBackend, Win32WindowReader, WindowInfo
 
 #: What the safety layer calls in user32 and kernel32.
 USER32_CALLS = (
-    "GetClassNameW", "GetCursorPos", "GetForegroundWindow", "GetSystemMetrics", "GetWindowTextLengthW",
-    "GetWindowTextW", "GetWindowThreadProcessId", "MsgWaitForMultipleObjects", "PeekMessageW",
-    "RegisterHotKey", "UnregisterHotKey",
+    "CallNextHookEx", "GetClassNameW", "GetCursorPos", "GetForegroundWindow", "GetSystemMetrics",
+    "GetWindowTextLengthW", "GetWindowTextW", "GetWindowThreadProcessId", "MsgWaitForMultipleObjects",
+    "PeekMessageW", "RegisterHotKey", "SetWindowsHookExW", "UnhookWindowsHookEx", "UnregisterHotKey",
 )
+HOOK = 0x5151
 
 
 class FakeUser32:
@@ -40,6 +42,10 @@ class FakeUser32:
         self.refuse_hotkeys = False
         self.window_closed = False  # the window closes once GetForegroundWindow returned it
         self.wait_fails = False
+        self.hooks: dict[int, tuple[int, Any]] = {}  # handle -> (hook type, procedure)
+        self.refuse_hook = False
+        self.moves: list[tuple[int, int]] = []  # mouse moves the next PeekMessageW hands to the hooks
+        self.passed_on = 0
         self.metrics = {c.SM_XVIRTUALSCREEN: -1920, c.SM_YVIRTUALSCREEN: 0,
                         c.SM_CXVIRTUALSCREEN: 3840, c.SM_CYVIRTUALSCREEN: 1080}
         self.dll = FakeDLL("user32", [], {name: getattr(self, name) for name in USER32_CALLS})
@@ -109,8 +115,31 @@ class FakeUser32:
             return self._fail(1419)  # ERROR_HOTKEY_NOT_REGISTERED
         return 1
 
+    def SetWindowsHookExW(self, kind: int, proc: Any, module: Any, thread: int) -> int:
+        self._rec("SetWindowsHookExW", kind, module, thread)
+        if self.refuse_hook:
+            return self._fail(c.ERROR_ACCESS_DENIED)
+        self.hooks[HOOK] = (kind, proc)
+        return HOOK
+
+    def UnhookWindowsHookEx(self, hook: int) -> int:
+        self._rec("UnhookWindowsHookEx", hook)
+        return 1 if self.hooks.pop(hook, None) is not None else self._fail(1404)  # ERROR_INVALID_HOOK_HANDLE
+
+    def CallNextHookEx(self, hook: Any, code: int, wparam: int, lparam: int) -> int:
+        self.passed_on += 1
+        return 0
+
     def PeekMessageW(self, msg_ref: Any, hwnd: Any, lo: int, hi: int, remove: int) -> int:
         assert remove == c.PM_REMOVE
+        # As Windows does: the low-level hooks of this thread run inside its message retrieval.
+        moves, self.moves = self.moves, []
+        for x, y in moves:
+            for kind, proc in list(self.hooks.values()):
+                if kind == c.WH_MOUSE_LL:
+                    info = MSLLHOOKSTRUCT()
+                    info.pt.x, info.pt.y = x, y
+                    proc(c.HC_ACTION, c.WM_MOUSEMOVE, ctypes.addressof(info))
         if not self.messages:
             return 0
         msg = target(msg_ref)
@@ -128,7 +157,7 @@ class FakeUser32:
 
 class FakeKernel32:
     def __init__(self) -> None:
-        self.dll = FakeDLL("kernel32", [], {"GetCurrentThreadId": lambda: 9001})
+        self.dll = FakeDLL("kernel32", [], {"GetCurrentThreadId": lambda: 9001, "GetModuleHandleW": lambda name: 0x400000})
 
     def library(self) -> Library:
         return Library("kernel32", PROTOTYPES["kernel32"], dll=self.dll, last_error=self.dll.get_last_error)
@@ -267,8 +296,36 @@ def test_kill_switch_over_the_win32_backend() -> None:
     with KillSwitch(backend=lambda: backend(user32), poll_interval=0.005) as switch:
         assert "top-left (-1920,0)" in switch.status["corner"]
         user32.cursor = (1919, 1079)  # the virtual desktop's bottom-right corner
+        user32.moves = [(1919, 1079)]  # and the move there, as the mouse hook sees it
         deadline = time.monotonic() + 2
         while not switch.tripped and time.monotonic() < deadline:
             time.sleep(0.005)
     assert switch.trip_info is not None and switch.trip_info.source == "corner"
     assert user32.registered == {}  # unregistered when the watcher ended
+
+
+def test_the_mouse_hook_sees_a_corner_touched_between_two_polls() -> None:
+    user32 = FakeUser32()
+    user32.metrics.update({c.SM_XVIRTUALSCREEN: 0, c.SM_CXVIRTUALSCREEN: 1920})
+    with KillSwitch(poll_interval=0.01, hotkeys=(), backend=lambda: backend(user32)) as switch:
+        assert switch.status["corner"].endswith("every motion"), switch.status
+        (kind, _), = user32.hooks.values()
+        assert kind == c.WH_MOUSE_LL
+        user32.cursor = (700, 700)  # where a GetCursorPos sample would find it
+        user32.moves = [(1919, 0), (700, 700)]  # into the top-right corner and out again
+        deadline = time.monotonic() + 5
+        while not switch.tripped and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert switch.trip_info is not None and switch.trip_info.detail == {"x": 1919, "y": 0}
+    assert user32.passed_on == 2  # every event is passed on to the next hook
+    assert user32.hooks == {} and ("UnhookWindowsHookEx", (HOOK,)) in user32.calls
+
+
+def test_without_a_mouse_hook_the_pointer_is_sampled() -> None:
+    user32 = FakeUser32()
+    user32.refuse_hook = True
+    watch = backend(user32)
+    try:
+        assert watch.motions() is None and watch.sampled is not None and "hook" in watch.sampled
+    finally:
+        watch.close()

@@ -70,6 +70,9 @@ class StillDesktop:
     def pointer(self) -> tuple[int, int]:
         return self.pointer_at
 
+    def motions(self) -> list[tuple[int, int]] | None:
+        return None
+
     def arm_hotkey(self, combo: str) -> None:
         pass
 
