@@ -186,6 +186,8 @@ class Desktop:
         self._input: Any = None  # the input thread's executor
         self._client: ChatClient | None = None
         self.stopped: str | None = None
+        #: Told (from any thread) when the session must end: the kill switch tripped.
+        self.on_stop: Callable[[str], None] | None = None
         self.started = time.time()
 
     # ------------------------------------------------------------------ lifecycle
@@ -296,6 +298,12 @@ class Desktop:
         return screen
 
     def _stop_from_thread(self, reason: str) -> None:
+        self.stop(reason)
+        if self.on_stop is not None:
+            self.on_stop(reason)
+
+    def stop(self, reason: str) -> None:
+        """End the session: typing stops within a chunk, every later call is refused."""
         if self.stopped is None:
             self.stopped = reason
         if self.ctx is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -59,20 +60,36 @@ def serve(
 ) -> int:
     """Serve until the client goes; 0 when the session ended normally."""
     check_display(config)
-    return asyncio.run(_serve(config, desktop_options, options, stderr or sys.stderr))
+    out = stderr or sys.stderr
+    access = None
+    if options.transport == "http":
+        # Refused before anything opens: binding beyond loopback without a token, a bad token.
+        from deskpilot.panel._access import PanelAccess, resolve_token
+
+        token, _generated = resolve_token(options.token)
+        access = PanelAccess(options.host, options.port, token=token)
+    code, abandoned = asyncio.run(_serve(config, desktop_options, options, access, out))
+    if abandoned:
+        # Stopped while the client still holds the pipe open: the SDK's stdin reader is
+        # a thread blocked in read() that nothing can cancel. The desktop is closed (held
+        # input released, the record written): leave without waiting for that thread.
+        with contextlib.suppress(Exception):
+            out.flush()
+        os._exit(code)
+    return code
 
 
-def _on_stop_signals(task: asyncio.Task[Any]) -> Callable[[], None]:
-    """SIGTERM and SIGINT cancel the session (its clean-up releases held input); returns the undo."""
+def _on_stop_signals(stop: Callable[[str], None]) -> Callable[[], None]:
+    """SIGTERM and SIGINT stop the session (its clean-up releases held input); returns the undo."""
     loop = asyncio.get_running_loop()
     installed: list[signal.Signals] = []
     replaced: list[tuple[signal.Signals, Any]] = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig, name in ((signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")):
         try:
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, stop, name)
             installed.append(sig)
         except (NotImplementedError, RuntimeError, ValueError):  # Windows: no loop signal handlers
-            previous = signal.signal(sig, lambda *_a: loop.call_soon_threadsafe(task.cancel))
+            previous = signal.signal(sig, lambda *_a, _n=name: loop.call_soon_threadsafe(stop, _n))  # type: ignore[misc]
             replaced.append((sig, previous))
 
     def undo() -> None:
@@ -86,51 +103,67 @@ def _on_stop_signals(task: asyncio.Task[Any]) -> Callable[[], None]:
     return undo
 
 
-async def _serve(config: AgentConfig, desktop_options: DesktopOptions, options: ServeOptions, stderr: TextIO) -> int:
+async def _serve(
+    config: AgentConfig, desktop_options: DesktopOptions, options: ServeOptions, access: Any, stderr: TextIO
+) -> tuple[int, bool]:
+    """``(exit code, whether the transport was abandoned)``: see :func:`serve`."""
     from deskpilot.mcp._server import build_server
 
-    task = asyncio.current_task()
-    assert task is not None
-    undo = _on_stop_signals(task)
+    stopping = asyncio.Event()
+    reasons: list[str] = []
+
+    def stop(reason: str) -> None:
+        if not reasons:
+            reasons.append(reason)
+        stopping.set()
+
+    undo = _on_stop_signals(stop)
+    abandoned = False
     try:
         async with Desktop.open(config, desktop_options) as desktop:
+            loop = asyncio.get_running_loop()
+            desktop.on_stop = lambda reason: loop.call_soon_threadsafe(stop, reason)  # from the watcher thread
             server = build_server(desktop, tools=options.tools)
             print(f"deskpilot mcp: run directory {desktop.run_dir}", file=stderr, flush=True)
-            watch = asyncio.ensure_future(_watch_stop(desktop, task))
+            uv: Any = None
+            if options.transport == "http":
+                uv = _http_server(server, options, access, stderr)
+                transport = asyncio.ensure_future(uv.serve())
+            else:
+                transport = asyncio.ensure_future(server.run_stdio_async())
+            waiter = asyncio.ensure_future(stopping.wait())
             try:
-                if options.transport == "http":
-                    await _serve_http(server, options, stderr)
-                else:
-                    await server.run_stdio_async()
+                await asyncio.wait({transport, waiter}, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                watch.cancel()
-    except asyncio.CancelledError:
-        pass  # a stop signal: the desktop above has closed (input released, summary written)
+                waiter.cancel()
+            if not transport.done():
+                print(f"deskpilot mcp: stopped by {reasons[0] if reasons else 'a stop'}", file=stderr, flush=True)
+                desktop.stop(reasons[0] if reasons else "stop")
+                if uv is not None:
+                    uv.should_exit = True
+                else:
+                    transport.cancel()
+                # A call in flight ends within a typing chunk (the stop flag is set).
+                await asyncio.wait({transport}, timeout=3.0)
+                abandoned = not transport.done()
+            elif transport.exception() is not None and not isinstance(transport.exception(), asyncio.CancelledError):
+                raise transport.exception()  # type: ignore[misc]
     finally:
         undo()
-    return 0
+    return 0, abandoned
 
 
-async def _watch_stop(desktop: Desktop, task: asyncio.Task[Any]) -> None:
-    """The kill switch ends the whole session (its tools refuse from the trip on)."""
-    while desktop.stopped is None:
-        await asyncio.sleep(0.1)
-    print(f"deskpilot mcp: stopped by {desktop.stopped}", file=sys.stderr, flush=True)
-    task.cancel()
-
-
-async def _serve_http(server: Any, options: ServeOptions, stderr: TextIO) -> None:
+def _http_server(server: Any, options: ServeOptions, access: Any, stderr: TextIO) -> Any:
     import uvicorn
 
-    from deskpilot.panel._access import AccessGuard, PanelAccess, resolve_token
+    from deskpilot.panel._access import AccessGuard
 
-    token, _generated = resolve_token(options.token)
-    access = PanelAccess(options.host, options.port, token=token)
+    token = access.token
     app = AccessGuard(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=options.host),
                       access, body_limits={}, default_limit=1 << 20)
     config = uvicorn.Config(app, host=options.host, port=options.port, log_level="warning", lifespan="on")
-    # uvicorn catches SIGINT/SIGTERM while it serves, shuts down, then raises them again:
-    # this session's own handlers then close the desktop.
+    # uvicorn catches SIGINT/SIGTERM while it serves: it shuts down, the session ends
+    # like a client that left (held input released, the record written).
     uv = uvicorn.Server(config)
     shown_host = f"[{options.host}]" if ":" in options.host else options.host
     url = f"http://{shown_host}:{options.port}{HTTP_PATH}"
@@ -139,4 +172,4 @@ async def _serve_http(server: Any, options: ServeOptions, stderr: TextIO) -> Non
         print("deskpilot mcp: clients send it as the header  Authorization: Bearer <token>", file=stderr, flush=True)
     else:
         print(f"deskpilot mcp: serving {url} (no token: loopback only)", file=stderr, flush=True)
-    await uv.serve()
+    return uv
