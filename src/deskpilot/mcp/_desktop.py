@@ -138,6 +138,8 @@ class DesktopOptions:
     run_name: str | None = None
     #: Whether the kill switch watches this desktop (None: when the hands are real input).
     watch_desktop: bool | None = None
+    #: Reads the monitor layout a frame is checked against (the OS's, fresh, by default).
+    layout_reader: Callable[[], tuple[tuple[int, int, int, int], ...]] | None = None
     extra_info: dict[str, Any] = field(default_factory=dict)
 
 
@@ -151,7 +153,7 @@ def read_layout() -> tuple[tuple[int, int, int, int], ...]:
     """The monitors as the OS reports them now (a fresh connection: mss caches its list)."""
     import mss
 
-    with mss.mss() as sct:
+    with mss.MSS() as sct:
         return tuple((int(m["left"]), int(m["top"]), int(m["width"]), int(m["height"])) for m in sct.monitors[1:])
 
 
@@ -228,7 +230,8 @@ class Desktop:
 
             self.options.extra_info["dpi_awareness"] = ensure_dpi_awareness().as_dict()
         stack.push_async_callback(self._close_screen)
-        self.layout = await self.capture.call(read_layout)
+        self._read_layout = self.options.layout_reader or read_layout
+        self.layout = await self.capture.call(self._read_layout)
         screen = await self.capture.call(lambda: self._make_screen(None, self.options.max_image))
         executor = self._input = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deskpilot-input")
         stack.push_async_callback(self._release_input)
@@ -413,7 +416,7 @@ class Desktop:
 
     async def _check_layout(self) -> bool:
         """Read the monitor layout again; True when it changed since the last read."""
-        layout = await asyncio.to_thread(read_layout)
+        layout = await asyncio.to_thread(self._read_layout)
         changed = layout != self.layout
         self.layout = layout
         return changed
