@@ -21,6 +21,7 @@ from deskpilot.agent._session import ModeResult, Observation, Session, Turn
 from deskpilot.agent.client._chat import ChatClient, Completion
 from deskpilot.agent.client._history import History
 from deskpilot.agent.modes._registry import ModeSpec
+from deskpilot.agent.tools._act import Performed, act
 from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
@@ -41,6 +42,7 @@ __all__ = [
     "ModeResult",
     "ModeSpec",
     "Observation",
+    "Performed",
     "RunLog",
     "RunResult",
     "Scenario",
@@ -52,6 +54,7 @@ __all__ = [
     "ToolOutcome",
     "ToolSet",
     "Turn",
+    "act",
     "err_payload",
     "iter_turns",
     "load_config",

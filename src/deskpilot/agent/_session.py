@@ -80,6 +80,7 @@ from deskpilot.agent.tools._core import (
     ToolSet,
     execute_tool_call,
     signature_of,
+    speaking_toolset,
 )
 from deskpilot.geometry import Box
 from deskpilot.geometry import Mapping as GeoMapping
@@ -780,13 +781,18 @@ class Session:
 
     # ------------------------------------------------------------------ actions
     async def act(self, turn: Turn, call: ToolCall, tools: ToolSet) -> ToolOutcome:
-        """Run one tool call; after input, settle and report what changed."""
+        """Run one tool call; after input, settle and report what changed.
+
+        A call in a known model's own language that ``tools`` lacks (Qwen3-VL's
+        ``computer_use``, UI-TARS's action text) runs through that language's tool set, and
+        its record names that tool set (``toolset``)."""
         self.reporter.phase(turn.number, "action")
         mapping_used = self.describe(self.ctx.mapping)
         before = self.latest_full
         parse_error = (call.error, call.error_message or call.error) if call.error else None
+        speaking = speaking_toolset(tools, call.name, call.source)
         started = time.perf_counter()
-        outcome = await execute_tool_call(tools, call.name, call.arguments, self.ctx, parse_error=parse_error)
+        outcome = await execute_tool_call(speaking, call.name, call.arguments, self.ctx, parse_error=parse_error)
         turn.timer.add("action", (time.perf_counter() - started) * 1000)
         self.count(tool_calls=1, tool_errors=0 if outcome.ok else 1)
         if outcome.acted:
@@ -812,14 +818,18 @@ class Session:
                 outcome.payload["no_effect_repeats"] = repeats
                 outcome.payload["warning"] = warning
             turn.timer.add("settle", (time.perf_counter() - started) * 1000)
-        self._record_call(turn, call, outcome, mapping_used)
+        self._record_call(turn, call, outcome, mapping_used, None if speaking is tools else speaking.name)
         return outcome
 
-    def _record_call(self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: MappingRecord) -> None:
+    def _record_call(
+        self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: MappingRecord, language: str | None
+    ) -> None:
         if "tool_call" not in turn.record:
             entry: ToolCallRecord = {"id": call.id, "name": call.name, "arguments": call.arguments}
             if call.error:
                 entry["raw_arguments"] = call.raw_arguments
+            if language is not None:
+                entry["toolset"] = language
             turn.record["tool_call"] = entry
             turn.record["result"] = outcome.payload
             turn.record["action"] = outcome.action_record
@@ -828,6 +838,8 @@ class Session:
             more: CallRecord = {"id": call.id, "name": call.name, "arguments": call.arguments}
             if call.error:
                 more["raw_arguments"] = call.raw_arguments
+            if language is not None:
+                more["toolset"] = language
             more["result"] = outcome.payload
             more["action"] = outcome.action_record
             more["mapping"] = mapping

@@ -72,6 +72,9 @@ class ToolCallRecord(TypedDict, total=False):
     #: How the call was found: a native tool call, or parsed from the text.
     source: str
     error: ErrorRecord
+    #: The tool set that ran it when that is not the run's: the call was in a model's
+    #: own language (``"qwen"``: ``computer_use``; ``"uitars"``: UI-TARS action text).
+    toolset: str
 
 
 class ModelTimingsRecord(TypedDict, total=False):
@@ -140,6 +143,8 @@ class CallRecord(TypedDict, total=False):
     name: Required[str]
     arguments: dict[str, Any] | None
     raw_arguments: str
+    #: As in :class:`ToolCallRecord`.
+    toolset: str
     result: dict[str, Any]
     action: ActionRecord | None
     mapping: MappingRecord

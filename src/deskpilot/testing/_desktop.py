@@ -153,9 +153,15 @@ class SimulatedDesktop:
 
     def type_text(self, text: str) -> None:
         self._event(action="type", text=text)
-        if self.focused:
+        if not self.focused:
+            return
+        # A newline is the Enter key, as every input backend types it (XTest: Return,
+        # SendInput: VK_RETURN): it submits the field's text, like a key("enter").
+        for index, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
             with self._lock:
-                self.text += text
+                if index:
+                    self.submitted.append(self.text)
+                self.text += line
 
     def key(self, combo: str) -> None:
         self._event(action="key", key=combo)

@@ -437,3 +437,19 @@ def test_settle_signal_is_polling_without_an_x_server_and_damage_on_demand_is_an
     assert "damage" not in turns[1]["settle"]  # settled by polling probes
     result, _, _ = run(tmp_path, ScriptedPolicy(list(script)), flags={"agent.settle_signal": "damage"})
     assert result.outcome == "error" and "settle_signal = damage needs an X11 display" in (result.error or "")
+
+
+def test_computer_use_under_another_tool_set_runs_as_qwen(tmp_path: Path) -> None:
+    """Qwen3-VL calling its trained ``computer_use`` under the default (element) tool set:
+    the call runs through the qwen tool set (its grid mapping, the one path of every
+    action) instead of ``unknown_tool``, and its record names that tool set."""
+    script = [Reply(tool_calls=[tool_call("computer_use", {"action": "left_click", "coordinate": [500, 412]})]), "Done."]
+    result, srv, desk = run(tmp_path, ScriptedPolicy(script))
+    assert result.outcome == "answered"
+    assert len(desk.target_clicks) == 1
+    turn = check_run_dir(result)[1]
+    assert turn["tool_call"]["name"] == "computer_use" and turn["tool_call"]["toolset"] == "qwen"
+    assert turn["result"]["ok"] is True and turn["action"]["kind"] == "click"
+    assert (turn["action"]["x"], turn["action"]["y"]) == desk.target_clicks[0]
+    [payload] = tool_payloads(srv.requests[1])
+    assert payload["ok"] is True and payload["action"] == "left_click"

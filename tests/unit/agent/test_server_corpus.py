@@ -143,16 +143,40 @@ def test_stream_cut_once_is_retried_and_the_run_goes_on(tmp_path: Path) -> None:
     assert len(srv.requests) == 2
 
 
-def test_uitars_text_gets_one_reminder_then_no_action(tmp_path: Path) -> None:
-    uitars = raw("vllm_uitars_action_text")
-    result, srv, desk = run(tmp_path, [uitars, uitars, "unused"])
+def test_uitars_text_under_a_native_tool_set_runs_in_its_own_language(tmp_path: Path) -> None:
+    """UI-TARS answering in its trained action text under the default (element) tool set:
+    the action runs through the uitars tool set (its own coordinate mapping, the one path
+    of every action), its record names that tool set, the result goes back as text (the
+    reply had no tool call to answer)."""
+    from deskpilot.agent import iter_turns
+    from deskpilot.agent.tools._uitars import to_physical
+    from deskpilot.geometry import Mapping, Rect
+
+    result, srv, desk = run(tmp_path, [raw("vllm_uitars_action_text"), "Done."])
+    assert result.outcome == "answered"
+    clicks = [e for e in desk.events if e["action"] == "click"]
+    assert len(clicks) == 1
+    turn = list(iter_turns(result.run_dir))[1]
+    assert turn["tool_call"]["name"] == "click" and turn["tool_call"]["toolset"] == "uitars"
+    assert turn["text_calls"][0]["source"] == "uitars"
+    image = Mapping(Rect(0, 0, *turn["mapping"]["physical_size"]), *turn["mapping"]["image_size"])
+    expected = to_physical(image, [960.0, 296.0], "1.5")
+    assert (turn["action"]["x"], turn["action"]["y"]) == expected == (clicks[0]["x"], clicks[0]["y"])
+    second = srv.requests[1].messages
+    assert not [m for m in second if m.get("role") == "tool"]
+    assert "Result: click: " in str(second[-1]["content"])
+
+
+def test_unreadable_action_text_gets_one_reminder_then_no_action(tmp_path: Path) -> None:
+    garbled = Reply(content="Thought: click it.\nAction: click(start_box='the button')")
+    result, srv, desk = run(tmp_path, [garbled, garbled, "unused"])
     assert result.outcome == "no_action" and _EXIT_CODES[result.outcome] == 5
-    assert len(srv.requests) == 2 and not desk.target_clicks
+    assert len(srv.requests) == 2 and not [e for e in desk.events if e["action"] != "release_all"]
     reminder = srv.requests[1].messages[-1]
     assert reminder["role"] == "user" and "no tool call" in str(reminder["content"])
 
 
-def test_after_the_reminder_a_real_call_runs(tmp_path: Path) -> None:
+def test_after_a_uitars_action_a_native_call_runs(tmp_path: Path) -> None:
     result, _srv, desk = run(tmp_path, [raw("vllm_uitars_action_text"), click_reply(), "Done."])
     assert result.outcome == "answered" and len(desk.target_clicks) == 1
 

@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
-
-import orjson
 
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._prompts import observation_text, system_prompt
 from deskpilot.agent._session import ModeResult, Observation, Session, Turn
+from deskpilot.agent.client._chat import Completion
 from deskpilot.agent.client._history import History
 from deskpilot.agent.client._toolcalls import CALL_MARKERS, ToolCall, strip_think
 from deskpilot.agent.modes._registry import ModeSpec
-from deskpilot.agent.tools._core import ToolOutcome, ToolSet, err_payload, toolset
+from deskpilot.agent.tools._core import TextParser, ToolOutcome, ToolSet, err_payload, toolset
+from deskpilot.agent.tools._protocol import NO_ACTION_REMINDER
+from deskpilot.agent.tools._uitars import UITARS_REMINDER
 
 __all__ = ["MODE", "NO_ACTION_REMINDER", "UITARS_REMINDER", "SingleMode", "final_verdict"]
 
@@ -50,19 +50,6 @@ _TRUNCATED = frozenset({"length", "max_tokens", "model_length"})
 _ACTION_TEXT = (*CALL_MARKERS, "<|box_start|>", "<point>", "</tool_call>", "<arg_key>")
 # UI-TARS: "Action: click(start_box=...)" (a final answer may well say "Action: none").
 _ACTION_CALL = re.compile(r"^\s*Action:\s*[A-Za-z_]\w*\(", re.MULTILINE)
-
-NO_ACTION_REMINDER = (
-    "Your last reply contained no tool call that could be run and no final answer. "
-    "To act, call one of the tools (a native tool call). When the task is complete, "
-    "reply with a short final answer in plain text and no tool call."
-)
-
-UITARS_REMINDER = (
-    "Your last reply had no action that could be run. Answer in the output format: a line "
-    "'Thought: ...' and a line 'Action: ...' with one action of the action space; when the "
-    "task is complete, Action: finished(content='...')."
-)
-
 
 def final_verdict(content: str, finish_reason: str | None) -> str:
     """What a reply without tool calls means: ``"answered"`` (a final text, finished on
@@ -82,19 +69,61 @@ def final_verdict(content: str, finish_reason: str | None) -> str:
     return "no_action"
 
 
+class _EarlyCall:
+    """Streaming: the first complete call starts running while the rest still arrives."""
+
+    def __init__(self, session: Session, tools: ToolSet) -> None:
+        self._session = session
+        self._tools = tools
+        self.call: ToolCall | None = None
+        self.task: asyncio.Future[ToolOutcome] | None = None
+
+    def start(self, turn: Turn, call: ToolCall) -> None:
+        if self.task is None and call.index == 0 and not call.error:
+            self.call = call
+            self.task = asyncio.ensure_future(self._session.act(turn, call, self._tools))
+
+    def take(self, call: ToolCall) -> asyncio.Future[ToolOutcome] | None:
+        """The running task of ``call``, if it is the one started early."""
+        task = self.task
+        if task is None or self.call is None or self.call.id != call.id:
+            return None
+        self.task = None
+        return task
+
+    async def drain(self) -> None:
+        """Wait for (or, ``cancel``) a task nobody took."""
+        if self.task is not None:  # the early call was not among those to run (cannot happen for index 0)
+            await asyncio.gather(self.task, return_exceptions=True)
+
+    async def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            await asyncio.gather(self.task, return_exceptions=True)
+
+
 class SingleMode:
+    """One model, one tool set; each step: ask, read the calls, act, answer, observe.
+
+    The tool set's :class:`~deskpilot.agent.tools._protocol.CallProtocol` says how calls
+    travel (native tool calls, or UI-TARS's text), so every tool set takes the same path.
+    """
+
     def __init__(self, config: AgentConfig, tools: ToolSet | None = None, prompt: str | None = None) -> None:
         self.config = config
         self.tools = tools or toolset(config.agent.toolset)
+        self.protocol = self.tools.protocol
         self.one_call = config.agent.one_tool_call
         self.auto_observe = config.agent.observe_after_action
         self.prompt = prompt or self.tools.prompt or system_prompt(
             self.tools, one_call_per_step=self.one_call, auto_observe=self.auto_observe
         )
-        #: A text protocol (UI-TARS): no tools in the request, calls read from the content,
-        #: results sent back as user text (there is no tool_call id to answer).
-        self.text_protocol = self.tools.text_protocol
         self._images = 0
+
+    @property
+    def text_protocol(self) -> TextParser | None:
+        """The parser of calls written as text (UI-TARS), None for native tool calls."""
+        return self.tools.text_protocol
 
     def new_history(self) -> History:
         h = self.config.history
@@ -103,7 +132,7 @@ class SingleMode:
             keep_last_screenshots=h.keep_last_screenshots,
             keep_last_thinks=h.keep_last_thinks,
             prune_chunk=h.prune_chunk,
-            tools=None if self.text_protocol is not None else self.tools.schemas(),
+            tools=self.tools.schemas() if self.protocol.sends_tools else None,
         )
 
     def _text(self, *, zoomed: bool, unchanged: bool) -> str:
@@ -113,129 +142,168 @@ class SingleMode:
         return observation_text(self._images, zoomed=zoomed)
 
     async def run(self, session: Session) -> ModeResult:
+        history = await self._begin(session)
+        reminded = False
+        while True:
+            ended = session.step_limit()
+            if ended is not None:
+                return ended
+            turn, completion, early = await self._ask(session, history)
+            with turn.timer.phase("parse"):
+                run_calls, extra_calls = self._read_calls(session, turn, history, completion)
+            if not run_calls:
+                ended = self._without_calls(turn, history, completion, reminded)
+                if ended is not None:
+                    return ended
+                reminded = True
+                continue
+            reminded = False
+            results = await self._act(session, turn, run_calls, early)
+            ended = self._final(turn, completion, results)
+            if ended is not None:
+                return ended
+            await self._answer(session, turn, history, results, extra_calls)
+            await session.pause(turn, self.config.agent.effective_step_delay)
+
+    async def _begin(self, session: Session) -> History:
+        """The system prompt, the task and the first screenshot."""
         history = self.new_history()
         history.add_task(session.task)
         turn = session.start()
         first = await session.observe(turn)
         session.show(turn, history, first, text=self._text(zoomed=False, unchanged=False))
-        stream = self.config.model.stream
-        reminded = False
-        while True:
-            early: dict[str, Any] = {}
+        return history
 
-            def start_early(t: Turn, call: ToolCall, early: dict[str, Any] = early) -> None:
-                # Streaming: act on the first complete call while the rest still arrives.
-                if "task" not in early and call.index == 0 and not call.error:
-                    early["call"] = call
-                    early["task"] = asyncio.ensure_future(session.act(t, call, self.tools))
+    async def _ask(self, session: Session, history: History) -> tuple[Turn, Completion, _EarlyCall]:
+        """The next request; with streaming, the first call starts as soon as it has arrived."""
+        early = _EarlyCall(session, self.tools)
+        on_call = early.start if self.config.model.stream else None
+        try:
+            turn, completion = await session.ask(history, on_tool_call=on_call)
+        except BaseException:
+            await early.cancel()
+            raise
+        return turn, completion, early
 
-            ended = session.step_limit()
-            if ended is not None:
-                return ended
-            try:
-                turn, completion = await session.ask(history, on_tool_call=start_early if stream else None)
-            except BaseException:
-                task = early.get("task")
-                if task is not None:
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
-                raise
-            with turn.timer.phase("parse"):
-                history.add_assistant(completion.message)
-                calls = completion.tool_calls
-                if self.text_protocol is not None and not calls:
-                    calls = self.text_protocol(completion.content, session.client.new_call_id)
-                    if calls:
-                        turn.record["text_calls"] = [c.as_dict() for c in calls]
-                # A UI-TARS reply may hold several actions: its protocol runs them in order.
-                one = self.one_call and self.text_protocol is None
-                run_calls = calls[:1] if one else calls
-                extra_calls = calls[1:] if one else []
-            if not calls:
-                answer = strip_think(completion.content)
-                verdict = final_verdict(completion.content, completion.finish_reason)
-                if verdict == "answered" and self.text_protocol is not None:
-                    verdict = "no_action"  # the protocol ends only by its own finished()
-                if verdict == "no_action" and not reminded:
-                    # Tell the model once what was wrong, and ask again.
-                    reminded = True
-                    turn.record["no_action"] = {"finish_reason": completion.finish_reason, "reminded": True}
-                    history.add_user(UITARS_REMINDER if self.text_protocol is not None else NO_ACTION_REMINDER)
-                    continue
-                turn.record["final"] = verdict == "answered"
-                turn.record["answer"] = answer
-                if verdict == "answered":
-                    return ModeResult("answered", answer)
-                turn.record["ended_by"] = verdict
-                return ModeResult(verdict, answer, {"finish_reason": completion.finish_reason})
-            reminded = False
+    def _read_calls(
+        self, session: Session, turn: Turn, history: History, completion: Completion
+    ) -> tuple[list[ToolCall], list[ToolCall]]:
+        """The calls to run this step and those refused as one too many."""
+        history.add_assistant(completion.message)
+        calls, from_text = self.protocol.read(completion.content, completion.tool_calls, session.client.new_call_id)
+        if from_text:
+            turn.record["text_calls"] = [c.as_dict() for c in calls]
+        if self.one_call and not self.protocol.runs_every_call:
+            return calls[:1], calls[1:]
+        return calls, []
 
-            results: list[tuple[ToolCall, ToolOutcome]] = []
-            for call in run_calls:
-                task = early.get("task")
-                if task is not None and early["call"].id == call.id:
-                    outcome = await task
-                    early.pop("task")
-                    turn.record["action_started_early"] = True  # while the stream was still arriving
-                else:
-                    outcome = await session.act(turn, call, self.tools)
-                results.append((call, outcome))
-            leftover = early.get("task")
-            if leftover is not None:  # the early call was not among those to run (cannot happen for index 0)
-                await asyncio.gather(leftover, return_exceptions=True)
+    def _without_calls(
+        self, turn: Turn, history: History, completion: Completion, reminded: bool
+    ) -> ModeResult | None:
+        """A reply with nothing to run: the run's ending, or (once) a reminder and None."""
+        answer = strip_think(completion.content)
+        verdict = final_verdict(completion.content, completion.finish_reason)
+        if verdict == "answered" and not self.protocol.ends_on_text:
+            verdict = "no_action"  # the protocol ends only by its own ending action
+        if verdict == "no_action" and not reminded:
+            # Tell the model once what was wrong, and ask again.
+            turn.record["no_action"] = {"finish_reason": completion.finish_reason, "reminded": True}
+            history.add_user(self.protocol.reminder)
+            return None
+        turn.record["final"] = verdict == "answered"
+        turn.record["answer"] = answer
+        if verdict == "answered":
+            return ModeResult("answered", answer)
+        turn.record["ended_by"] = verdict
+        return ModeResult(verdict, answer, {"finish_reason": completion.finish_reason})
 
-            final = next((o.final for _, o in results if o.final is not None), None)
-            if final is not None:
-                # terminate / answer / finished / call_user: the model ended the task.
-                status, text = final
-                answer = text or strip_think(completion.content) or f"the model ended the task: {status}"
-                turn.record["final"] = True
-                turn.record["answer"] = answer
-                if status == "success":
-                    return ModeResult("answered", answer)
-                turn.record["ended_by"] = "failed"
-                return ModeResult("failed", answer, {"model_status": status})
-            last = results[-1][1]
-            wants_image = any(o.observe for _, o in results)
-            acted = any(o.acted for _, o in results)
-            obs: Observation | None = None
-            if last.zoom is not None:
-                obs = await session.observe(turn, zoom=last.zoom)
-            elif wants_image:
-                obs = await session.observe(turn, fresh=not acted)
-            elif acted and self.auto_observe:
-                obs = await session.observe(turn)
-            if obs is not None:
-                for _call, outcome in results:
-                    if outcome.observe:
-                        outcome.payload.update(
-                            screenshot=obs.screenshot,
-                            image_size=list(obs.shot.size),
-                            screen_size=[obs.mapping.area.width, obs.mapping.area.height],
-                        )
-            text_results: list[str] = []
-            for call, outcome in results:
-                if self.text_protocol is not None:
-                    text_results.append(f"{call.name or 'action'}: {orjson.dumps(outcome.payload).decode()}")
-                else:
-                    history.add_tool_result(call.id, outcome.payload, name=call.name or None)
-            if text_results and obs is None:
-                history.add_user("Result: " + "; ".join(text_results))
-            for call in extra_calls:
-                payload = err_payload(
-                    "too_many_tool_calls",
-                    f"only one tool call per step is allowed; {call.name or 'this call'} was not run. "
-                    "Call it again in your next reply if it is still needed.",
-                )
-                session.reject_call(turn, call, payload)
-                history.add_tool_result(call.id, payload, name=call.name or None)
-            if obs is not None:
-                force = wants_image or last.zoom is not None or obs.shot.zoomed
-                text = self._text(zoomed=obs.shot.zoomed, unchanged=obs.unchanged and not force)
-                if text_results:
-                    text = "Result: " + "; ".join(text_results) + "\n" + text
-                session.show(turn, history, obs, text=text, force_image=force)
-            await session.pause(turn, self.config.agent.effective_step_delay)
+    async def _act(
+        self, session: Session, turn: Turn, calls: list[ToolCall], early: _EarlyCall
+    ) -> list[tuple[ToolCall, ToolOutcome]]:
+        """Run the calls in order (the one started early is awaited, not run again)."""
+        results: list[tuple[ToolCall, ToolOutcome]] = []
+        for call in calls:
+            task = early.take(call)
+            if task is not None:
+                outcome = await task
+                turn.record["action_started_early"] = True  # while the stream was still arriving
+            else:
+                outcome = await session.act(turn, call, self.tools)
+            results.append((call, outcome))
+        await early.drain()
+        return results
+
+    @staticmethod
+    def _final(
+        turn: Turn, completion: Completion, results: list[tuple[ToolCall, ToolOutcome]]
+    ) -> ModeResult | None:
+        """The model ended the task with a tool (terminate / answer / finished / call_user)."""
+        final = next((o.final for _, o in results if o.final is not None), None)
+        if final is None:
+            return None
+        status, text = final
+        answer = text or strip_think(completion.content) or f"the model ended the task: {status}"
+        turn.record["final"] = True
+        turn.record["answer"] = answer
+        if status == "success":
+            return ModeResult("answered", answer)
+        turn.record["ended_by"] = "failed"
+        return ModeResult("failed", answer, {"model_status": status})
+
+    async def _observe_after(
+        self, session: Session, turn: Turn, results: list[tuple[ToolCall, ToolOutcome]]
+    ) -> Observation | None:
+        """The image the calls ask for: a zoom's crop, a fresh look, or the settled screen."""
+        last = results[-1][1]
+        wants_image = any(o.observe for _, o in results)
+        acted = any(o.acted for _, o in results)
+        obs: Observation | None = None
+        if last.zoom is not None:
+            obs = await session.observe(turn, zoom=last.zoom)
+        elif wants_image:
+            obs = await session.observe(turn, fresh=not acted)
+        elif acted and self.auto_observe:
+            obs = await session.observe(turn)
+        if obs is not None:
+            for _call, outcome in results:
+                if outcome.observe:
+                    outcome.payload.update(
+                        screenshot=obs.screenshot,
+                        image_size=list(obs.shot.size),
+                        screen_size=[obs.mapping.area.width, obs.mapping.area.height],
+                    )
+        return obs
+
+    async def _answer(
+        self,
+        session: Session,
+        turn: Turn,
+        history: History,
+        results: list[tuple[ToolCall, ToolOutcome]],
+        extra_calls: list[ToolCall],
+    ) -> None:
+        """The results (and the refused extra calls) go back to the model, with the image."""
+        obs = await self._observe_after(session, turn, results)
+        answers = [(call, outcome.payload) for call, outcome in results]
+        for call in extra_calls:
+            payload = err_payload(
+                "too_many_tool_calls",
+                f"only one tool call per step is allowed; {call.name or 'this call'} was not run. "
+                "Call it again in your next reply if it is still needed.",
+            )
+            session.reject_call(turn, call, payload)
+            answers.append((call, payload))
+        said = self.protocol.answer(history, answers)
+        if obs is None:
+            if said:
+                history.add_user(said)
+            return
+        last = results[-1][1]
+        force = any(o.observe for _, o in results) or last.zoom is not None or obs.shot.zoomed
+        text = self._text(zoomed=obs.shot.zoomed, unchanged=obs.unchanged and not force)
+        if said:
+            text = said + "\n" + text
+        session.show(turn, history, obs, text=text, force_image=force)
 
 
 MODE = ModeSpec(

@@ -4,11 +4,15 @@ A :class:`ToolSet` is a named list of :class:`Tool`\\ s (``make_toolset``: the s
 ``extended``, ``qwen``, ``uitars``...). A tool reads the model's arguments with the one
 vocabulary of :mod:`deskpilot.actions`, maps the 0..1000 coordinates to physical pixels
 through the :class:`ToolContext`'s mapping and builds a typed
-:class:`deskpilot.actions.Action`, which the policy checks and
-:func:`deskpilot.input.perform` sends; the :class:`ToolOutcome` carries it and the payload
-the model reads back.
+:class:`deskpilot.actions.Action`; it never touches the hands. :func:`act` is the one path
+every action takes to the desktop (the tool calls through :func:`execute_tool_call`, the
+stateless protocol, team's recovery, the MCP server): the policy checks exactly that
+action, the input thread performs it, and the :class:`Performed` it returns is what the
+record keeps. The :class:`ToolOutcome` carries the action as sent and the payload the
+model reads back.
 """
 
+from deskpilot.agent.tools._act import Performed, act
 from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
@@ -22,10 +26,12 @@ from deskpilot.agent.tools._core import (
 )
 
 __all__ = [
+    "Performed",
     "Tool",
     "ToolContext",
     "ToolOutcome",
     "ToolSet",
+    "act",
     "err_payload",
     "execute_tool_call",
     "make_toolset",

@@ -16,6 +16,12 @@ The tool sets share one executor:
 ``uitars`` / ``uitars-1.0``
     UI-TARS's text protocol, ``Action: click(start_box='(x,y)')`` (:mod:`._uitars`).
 
+A tool only *translates*: its ``run`` checks the arguments and returns a
+:class:`ToolOutcome` with one typed :data:`~deskpilot.actions.Action` (or none) and the
+payload. :func:`execute_tool_call` sends that action the one path every action takes
+(:func:`deskpilot.agent.tools._act.act`: the policy checks exactly that action, the input
+thread performs it, the outcome keeps it for the record); no tool touches the hands.
+
 Results are the seeds' JSON payloads, ``{"ok": true, ...}`` or ``{"ok": false,
 "error": {"type": ..., "message": ...}}`` with the types in :data:`ERROR_TYPES`. The
 loop adds ``changed`` / ``changed_region`` (and a warning after repeated actions
@@ -34,11 +40,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from deskpilot import actions
 from deskpilot._errors import (
@@ -49,6 +56,7 @@ from deskpilot._errors import (
     UnknownKeyError,
 )
 from deskpilot.actions import (
+    PASSIVE,
     Action,
     ActionRecord,
     Click,
@@ -59,19 +67,18 @@ from deskpilot.actions import (
     Scroll,
     TypeText,
 )
+from deskpilot.agent.tools._protocol import TEXT_LANGUAGES, CallProtocol, NativeCalls, TextParser
 from deskpilot.geometry import Box, Mapping
-from deskpilot.input import Hands, parse_combo, perform
-
-if TYPE_CHECKING:
-    from deskpilot.agent.client._toolcalls import ToolCall
+from deskpilot.input import Hands, parse_combo
 
 __all__ = [
     "ERROR_TYPES",
+    "NATIVE_FUNCTIONS",
     "TOOLSETS",
     "TOOLSET_NAMES",
     "Hands",
     "NoEffectTracker",
-    "TextProtocol",
+    "TextParser",
     "Tool",
     "ToolContext",
     "ToolError",
@@ -81,6 +88,7 @@ __all__ = [
     "execute_tool_call",
     "make_toolset",
     "ok_payload",
+    "speaking_toolset",
     "toolset",
     "toolset_id",
     "toolset_label",
@@ -131,9 +139,12 @@ class ToolOutcome:
     """What running one call produced."""
 
     payload: dict[str, Any]
-    #: The action performed, for the record (None when nothing was sent).
+    #: The tool's translation of the call (None: it sends no input); once the one path
+    #: (:func:`~deskpilot.agent.tools._act.act`) has sent it, exactly what was sent, for
+    #: the record.
     action: Action | None = None
-    #: Input was sent: the loop settles and compares frames.
+    #: Input was sent (set by the one path, never by a tool): the loop settles and
+    #: compares frames.
     acted: bool = False
     #: The model asked to see the screen (observe_screen / take_screenshot / wait / zoom).
     observe: bool = False
@@ -142,6 +153,10 @@ class ToolOutcome:
     #: The model ended the task with this tool: ``(status, text)``, status ``"success"``
     #: or ``"failure"`` (qwen's terminate/answer, UI-TARS finished/call_user).
     final: tuple[str, str] | None = None
+    #: What the tool read from the arguments, for a mode that keeps it (team's memory
+    #: holds the variant's argument dataclass): the call is translated once. Kept when
+    #: the policy or the OS refuses the action; None when the arguments were refused.
+    detail: Any = None
 
     @property
     def ok(self) -> bool:
@@ -241,19 +256,20 @@ class Tool:
         return Tool(name, description or self.description, self.parameters, self.run, self.kind)
 
 
-#: A text protocol: the calls written in a reply's content (``new_id`` names them).
-TextProtocol = Callable[[str, Callable[[], str]], "list[ToolCall]"]
-
-
 @dataclass(frozen=True, slots=True)
 class ToolSet:
     name: str
     tools: dict[str, Tool]
     #: The system prompt the model was trained with (None: built from the tools).
     prompt: str | None = None
-    #: Set for a model that answers in text instead of tool calls (UI-TARS): no tools are
-    #: sent, and this reads the calls from the content.
-    text_protocol: TextProtocol | None = None
+    #: How the calls travel in the chat (:mod:`._protocol`): native function calls, or
+    #: calls written as text (UI-TARS) with no tools sent and results sent back as text.
+    protocol: CallProtocol = field(default_factory=NativeCalls)
+
+    @property
+    def text_protocol(self) -> TextParser | None:
+        """The parser of calls written in a reply's text (None: the model calls natively)."""
+        return None if self.protocol.sends_tools else self.protocol.read_text
 
     @property
     def names(self) -> list[str]:
@@ -267,14 +283,14 @@ class ToolSet:
 
 
 def make_toolset(
-    name: str, tools: Iterable[Tool], *, prompt: str | None = None, text_protocol: TextProtocol | None = None
+    name: str, tools: Iterable[Tool], *, prompt: str | None = None, protocol: CallProtocol | None = None
 ) -> ToolSet:
     table: dict[str, Tool] = {}
     for tool in tools:
         if tool.name in table:
             raise ValueError(f"tool set {name!r} has two tools named {tool.name!r}")
         table[tool.name] = tool
-    return ToolSet(name, table, prompt, text_protocol)
+    return ToolSet(name, table, prompt, protocol if protocol is not None else NativeCalls())
 
 
 # ---------------------------------------------------------------------- argument helpers
@@ -321,13 +337,6 @@ def _physical(ctx: ToolContext, box: Box) -> tuple[int, int]:
     return ctx.mapping.norm_to_physical(cx, cy)
 
 
-async def _perform(ctx: ToolContext, action: Action, *, pauses: bool = True) -> None:
-    """Check ``action`` with the policy, then perform it on the input thread."""
-    await ctx.acheck_policy(action)
-    pause = ctx.pause if pauses else None
-    await ctx.run_blocking(lambda: perform(ctx.hands, action, pause=pause, stop=ctx.stop))
-
-
 # ---------------------------------------------------------------------- tools
 
 
@@ -355,11 +364,8 @@ def _clicker(button: Literal["left", "right", "middle"], count: int, verb: str) 
         box = actions.box(args)
         hold = _hold_keys(args)
         action = Click(_physical(ctx, box), button, count, label=label, hold=hold, source=box)
-        await _perform(ctx, action)
         return ToolOutcome(
-            ok_payload(action=verb, label=label, box=box.as_list(), point=list(box.center)),
-            action=action,
-            acted=True,
+            ok_payload(action=verb, label=label, box=box.as_list(), point=list(box.center)), action=action
         )
 
     return run
@@ -383,30 +389,15 @@ def click_tool(name: str = "click_element", *, button: str = "left", count: int 
     )
 
 
+def typing(text: str, **payload: Any) -> ToolOutcome:
+    """A text to type: ``typed`` in the payload becomes the characters really typed, and
+    ``interrupted`` is added when a stop ended the typing between two chunks (see
+    :func:`~deskpilot.agent.tools._act.act`)."""
+    return ToolOutcome(ok_payload(**payload, typed=len(text)), action=TypeText(text))
+
+
 async def _type_text(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    text = actions.text(args, limit=ctx.max_type_chars)
-    action = TypeText(text)
-    await ctx.acheck_policy(action)
-    size = max(1, ctx.type_chunk)
-    typed = [0]
-
-    def act() -> None:
-        # Chunked so Ctrl+C stops a long text within one chunk, not at the end (the
-        # policy has seen the whole text above, so a secret cannot pass in pieces).
-        for start in range(0, len(text), size):
-            if ctx.stop.is_set():
-                return
-            chunk = text[start : start + size]
-            ctx.hands.type_text(chunk)
-            typed[0] += len(chunk)
-        ctx.hands.sync()
-        ctx.pause(0.1)
-
-    await ctx.run_blocking(act)
-    payload = ok_payload(action="type_text", typed=typed[0])
-    if typed[0] < len(text):
-        payload["interrupted"] = True
-    return ToolOutcome(payload, action=action, acted=True)
+    return typing(actions.text(args, limit=ctx.max_type_chars), action="type_text")
 
 
 def type_tool(name: str = "type_text") -> Tool:
@@ -419,13 +410,10 @@ def type_tool(name: str = "type_text") -> Tool:
 
 
 async def _press_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
+    # The canonical names (``"Ctrl+C"`` -> ``"ctrl+c"``) name the same keys as the model's
+    # spelling: they are what the policy checks, the hands are sent and the record keeps.
     combo = actions.key_combo(args, key_names, keys=("key", "keys"))
-    # The record names the keys canonically; the controller is sent them as the model wrote them.
-    raw = args.get("key", args.get("keys"))
-    sent = "+".join(raw) if isinstance(raw, list) else str(raw)
-    await ctx.acheck_policy(KeyPress(combo))
-    await ctx.run_blocking(lambda: perform(ctx.hands, KeyPress(sent), pause=ctx.pause))
-    return ToolOutcome(ok_payload(action="press_key", key=combo), action=KeyPress(combo), acted=True)
+    return ToolOutcome(ok_payload(action="press_key", key=combo), action=KeyPress(combo))
 
 
 def key_tool(name: str = "press_key") -> Tool:
@@ -454,11 +442,10 @@ def _scroller(fixed_direction: str | None, default_amount: int) -> ToolRun:
         amount = actions.integer(args, "amount", default=default_amount, low=1, high=50)
         sy, sx = _DIRECTIONS[direction]
         action = Scroll(_physical(ctx, box), dy=sy * amount, dx=sx * amount, source=box)
-        await _perform(ctx, action)
         payload = ok_payload(action="scroll", direction=direction, amount=amount, point=list(box.center))
         if label:
             payload["label"] = label
-        return ToolOutcome(payload, action=action, acted=True)
+        return ToolOutcome(payload, action=action)
 
     return run
 
@@ -503,12 +490,7 @@ async def _drag(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     start_box = actions.box(args, "start")
     end_box = actions.box(args, "end")
     action = Drag(_physical(ctx, start_box), _physical(ctx, end_box), label=label, source=(start_box, end_box))
-    await _perform(ctx, action)
-    return ToolOutcome(
-        ok_payload(action="drag", start=list(start_box.center), end=list(end_box.center)),
-        action=action,
-        acted=True,
-    )
+    return ToolOutcome(ok_payload(action="drag", start=list(start_box.center), end=list(end_box.center)), action=action)
 
 
 def drag_tool(name: str = "drag") -> Tool:
@@ -527,12 +509,7 @@ def drag_tool(name: str = "drag") -> Tool:
 async def _hold_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     combo = actions.key_combo(args, key_names, example="'shift' or 'right'", like=None, lists=False)
     seconds = actions.number(args, "seconds", default=0.5, low=0.0, high=5.0)
-    action = Hold(combo, seconds)
-    await ctx.acheck_policy(action)
-    # The controller is sent the keys as the model wrote them; the record names them canonically.
-    sent = Hold(str(args["key"]), seconds)
-    await ctx.run_blocking(lambda: perform(ctx.hands, sent, stop=ctx.stop))
-    return ToolOutcome(ok_payload(action="hold_key", key=combo, seconds=seconds), action=action, acted=True)
+    return ToolOutcome(ok_payload(action="hold_key", key=combo, seconds=seconds), action=Hold(combo, seconds))
 
 
 def hold_key_tool(name: str = "hold_key") -> Tool:
@@ -601,12 +578,9 @@ def zoom_tool(name: str = "zoom") -> Tool:
 async def _move_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     nx, ny = actions.coordinate(args, "x"), actions.coordinate(args, "y")
     action = MoveMouse(ctx.mapping.norm_to_physical(nx, ny), source=Box(nx, ny, nx, ny))
-    await _perform(ctx, action)
     area = ctx.mapping.area
     return ToolOutcome(
-        ok_payload(action="move_mouse", x=nx, y=ny, screen_w=area.width, screen_h=area.height),
-        action=action,
-        acted=True,
+        ok_payload(action="move_mouse", x=nx, y=ny, screen_w=area.width, screen_h=area.height), action=action
     )
 
 
@@ -624,17 +598,8 @@ def move_mouse_tool(name: str = "move_mouse") -> Tool:
 
 
 async def _click_mouse(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    action = Click(None)
-    await ctx.acheck_policy(action)
-    where: list[tuple[int, int]] = []
-
-    def act() -> None:
-        # The record keeps where the pointer was: the click lands there.
-        where.append(ctx.hands.position())
-        perform(ctx.hands, action, pause=ctx.pause)
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="click_mouse"), action=Click(where[0]), acted=True)
+    # At the pointer: the one path reads where it is, and checks and clicks that point.
+    return ToolOutcome(ok_payload(action="click_mouse"), action=Click(None))
 
 
 def click_mouse_tool(name: str = "click_mouse") -> Tool:
@@ -647,16 +612,7 @@ def click_mouse_tool(name: str = "click_mouse") -> Tool:
 
 
 async def _scroll_down(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-    action = Scroll(None, dy=1)
-    await ctx.acheck_policy(action)
-    where: list[tuple[int, int]] = []
-
-    def act() -> None:
-        where.append(ctx.hands.position())
-        perform(ctx.hands, action, pause=ctx.pause)
-
-    await ctx.run_blocking(act)
-    return ToolOutcome(ok_payload(action="scroll_down"), action=Scroll(where[0], dy=1), acted=True)
+    return ToolOutcome(ok_payload(action="scroll_down"), action=Scroll(None, dy=1))
 
 
 def scroll_down_tool(name: str = "scroll_down") -> Tool:
@@ -751,6 +707,29 @@ def toolset_label(name: str) -> str:
     return user_name if user_name == ident else f"{user_name} ({ident})"
 
 
+#: A call a tool set lacks, named as a model's own trained function, and the tool set that
+#: speaks it (Qwen3-VL calls ``computer_use`` whatever tools it is offered).
+NATIVE_FUNCTIONS = {"computer_use": "qwen"}
+
+
+@functools.cache
+def _builtin(ident: str) -> ToolSet:
+    return TOOLSETS[ident]()
+
+
+def speaking_toolset(tools: ToolSet, name: str, source: str) -> ToolSet:
+    """The tool set that runs a call: ``tools``, or, for a call in a known model's own
+    language that ``tools`` lacks, that language's tool set (same one path, same mapping
+    of its coordinates): UI-TARS action text under a native tool set (``source``
+    ``"uitars"``), Qwen3-VL's ``computer_use`` under a tool set without it."""
+    language = TEXT_LANGUAGES.get(source)
+    if language is not None and tools.text_protocol is None:
+        return _builtin(language)
+    if name not in tools.tools and name in NATIVE_FUNCTIONS:
+        return _builtin(NATIVE_FUNCTIONS[name])
+    return tools
+
+
 def toolset(name: str) -> ToolSet:
     """A built-in tool set by id or name (``seed000``/``element``, ``seed001``/``pointer``,
     ``extended``, ``qwen``, ``uitars``, ``uitars-1.0``)."""
@@ -782,26 +761,61 @@ async def execute_tool_call(
     if arguments is None:
         return ToolOutcome(err_payload("invalid_args", "arguments must be a JSON object"))
     try:
-        return await tool.run(ctx, arguments)
-    except UnknownKeyError as exc:
+        return await _translate_and_act(tool, ctx, arguments)
+    except DeskpilotError as exc:
+        refused = _refusal(exc)
+        if refused is None:
+            raise
+        return refused
+
+
+def _refusal(exc: DeskpilotError) -> ToolOutcome | None:
+    """The payload of a call the arguments, the policy or the OS refused (None: not a
+    refusal, e.g. a stop, which propagates)."""
+    if isinstance(exc, UnknownKeyError):
         return ToolOutcome(err_payload("invalid_key", str(exc)))
-    except InputError as exc:
+    if isinstance(exc, InputError):
         # The input layer refused (InputArgumentError is an ArgumentError too): the
         # arguments passed the tool's checks, so the action failed.
         return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
-    except ToolError as exc:
+    if isinstance(exc, ToolError):
         return ToolOutcome(err_payload(exc.kind, exc.message))
-    except ActionDeniedError as exc:
+    if isinstance(exc, ActionDeniedError):
         # The safety layer's PolicyDenied carries the payload the model should read (why,
         # which rule, do not retry as is); any other refusal gets the same error type.
         payload = getattr(exc, "payload", None)
         if isinstance(payload, dict):
             return ToolOutcome(payload)
         return ToolOutcome(err_payload("policy_denied", str(exc)))
+    if isinstance(exc, (OSError, ValueError)):
+        return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
+    return None
+
+
+async def _translate_and_act(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> ToolOutcome:
+    """The tool translates the call; its action, if any, goes the one path to the desktop.
+    A refusal on the way keeps what the tool read from the arguments (``detail``)."""
+    from deskpilot.agent.tools._act import act  # beside this module, which it builds on
+
+    outcome = await tool.run(ctx, arguments)
+    if outcome.action is None or isinstance(outcome.action, PASSIVE):
+        return outcome
+    try:
+        performed = await act(ctx, outcome.action)
     except DeskpilotError as exc:
-        if isinstance(exc, (OSError, ValueError)):
-            return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
-        raise
+        refused = _refusal(exc)
+        if refused is None:
+            raise
+        refused.detail = outcome.detail
+        return refused
+    outcome.action = performed.action
+    outcome.acted = True
+    if performed.typed is not None and "typed" in outcome.payload:
+        outcome.payload["typed"] = performed.typed
+        if performed.interrupted:
+            outcome.payload.pop("submitted", None)  # the Enter at the text's end was not typed
+            outcome.payload["interrupted"] = True
+    return outcome
 
 
 class NoEffectTracker:

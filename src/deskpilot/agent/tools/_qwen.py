@@ -39,9 +39,9 @@ from deskpilot.agent.tools._core import (
     _combo,
     make_toolset,
     ok_payload,
+    typing,
 )
 from deskpilot.geometry import Mapping
-from deskpilot.input import perform
 
 __all__ = ["ACTIONS", "QWEN_GRID", "grid_to_physical", "qwen_system_prompt", "qwen_toolset"]
 
@@ -231,7 +231,6 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
             "invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}"
         )
     mapping = ctx.mapping
-    hands = ctx.hands
 
     if action == "terminate":
         status = args.get("status", "success")
@@ -257,17 +256,10 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         text = args.get("text")
         if not isinstance(text, str) or text == "":
             raise ToolError("empty_text", "action=type needs a non-empty text")
-        from deskpilot.agent.tools._core import _type_text
-
-        outcome = await _type_text(ctx, {"text": text})
-        outcome.payload["action"] = "type"
-        return outcome
+        return typing(text, action="type")
     if action == "key":
         combo = _keys(args)
-        keys = KeyPress(combo)
-        await ctx.acheck_policy(keys)
-        await ctx.run_blocking(lambda: perform(hands, keys))
-        return ToolOutcome(ok_payload(action="key", keys=combo), action=keys, acted=True)
+        return ToolOutcome(ok_payload(action="key", keys=combo), action=KeyPress(combo))
 
     if action in ("scroll", "hscroll"):
         notches = _notches(args)
@@ -275,57 +267,32 @@ async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         where = grid_to_physical(mapping, *point) if point is not None else None
         # Positive pixels scroll up (vertical) or right (horizontal); our dy > 0 is down.
         dy, dx = (-notches, 0) if action == "scroll" else (0, notches)
-        scroll = Scroll(where, dy=dy, dx=dx, style="qwen")
-        await ctx.acheck_policy(scroll)
-        await ctx.run_blocking(lambda: perform(hands, scroll))
         payload = ok_payload(action=action, pixels=args.get("pixels"), notches=abs(notches))
         if where is not None:
             payload["point"] = _norm(mapping, *where)
-        return ToolOutcome(payload, action=scroll, acted=True)
+        return ToolOutcome(payload, action=Scroll(where, dy=dy, dx=dx, style="qwen"))
 
     if action == "left_click_drag":
         end_grid = _point(args)
         assert end_grid is not None
         start_grid = _point(args, "start_coordinate", required=False)
         end = grid_to_physical(mapping, *end_grid)
+        # Without a start_coordinate the drag starts where the pointer is (the one path
+        # reads it, and the record keeps that point).
         start_at = grid_to_physical(mapping, *start_grid) if start_grid is not None else None
-        drag = Drag(start_at, end, style="qwen")
-        started: list[tuple[int, int]] = []
-
-        def drag_from_start() -> None:
-            # Without a start_coordinate the drag starts where the pointer is; the
-            # record keeps that point.
-            origin = start_at if start_at is not None else hands.position()
-            started.append(origin)
-            perform(hands, Drag(origin, end, style="qwen"))
-
-        await ctx.acheck_policy(drag)
-        await ctx.run_blocking(drag_from_start)
-        return ToolOutcome(
-            ok_payload(action=action, end=_norm(mapping, *end)),
-            action=Drag(started[0], end, style="qwen"),
-            acted=True,
-        )
+        return ToolOutcome(ok_payload(action=action, end=_norm(mapping, *end)), action=Drag(start_at, end, style="qwen"))
 
     # Pointer actions: mouse_move and the clicks.
     grid = _point(args, required=action == "mouse_move")
     at = grid_to_physical(mapping, *grid) if grid is not None else None
     if action == "mouse_move":
         assert at is not None
-        move = MoveMouse(at, style="qwen")
-        await ctx.acheck_policy(move)
-        await ctx.run_blocking(lambda: perform(hands, move))
-        return ToolOutcome(
-            ok_payload(action=action, point=_norm(mapping, *at)), action=move, acted=True
-        )
+        return ToolOutcome(ok_payload(action=action, point=_norm(mapping, *at)), action=MoveMouse(at, style="qwen"))
     button, count = _CLICKS[action]
-    click = Click(at, button, count, style="qwen")
-    await ctx.acheck_policy(click)
-    await ctx.run_blocking(lambda: perform(hands, click, pause=ctx.pause))
     payload = ok_payload(action=action)
     if at is not None:
         payload["point"] = _norm(mapping, *at)
-    return ToolOutcome(payload, action=click, acted=True)
+    return ToolOutcome(payload, action=Click(at, button, count, style="qwen"))
 
 
 _CLICKS: dict[str, tuple[Literal["left", "right", "middle"], int]] = {

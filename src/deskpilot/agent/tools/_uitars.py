@@ -52,17 +52,18 @@ from deskpilot.agent.tools._core import (
     ToolOutcome,
     ToolSet,
     _combo,
-    _type_text,
     make_toolset,
     ok_payload,
+    typing,
 )
+from deskpilot.agent.tools._protocol import TextCalls
 from deskpilot.geometry import Mapping
-from deskpilot.input import perform
 
 __all__ = [
     "IMAGE_FACTOR",
     "MAX_PIXELS",
     "MIN_PIXELS",
+    "UITARS_REMINDER",
     "UitarsAction",
     "parse_uitars",
     "smart_resize",
@@ -307,6 +308,14 @@ def to_physical(mapping: Mapping, numbers: list[float], version: str) -> tuple[i
     )
 
 
+#: What the model is told after a reply with no action that could be run.
+UITARS_REMINDER = (
+    "Your last reply had no action that could be run. Answer in the output format: a line "
+    "'Thought: ...' and a line 'Action: ...' with one action of the action space; when the "
+    "task is complete, Action: finished(content='...')."
+)
+
+
 # -- the tools ----------------------------------------------------------------------------------------
 
 
@@ -322,11 +331,8 @@ def _clicker(
 ) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         x, y = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
-        click = Click((x, y), button, count)
-        await ctx.acheck_policy(click)
-        await ctx.run_blocking(lambda: perform(ctx.hands, click, pause=ctx.pause))
         return ToolOutcome(
-            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=click, acted=True
+            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=Click((x, y), button, count)
         )
 
     return run
@@ -335,12 +341,7 @@ def _clicker(
 def _mover(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         x, y = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
-        move = MoveMouse((x, y))
-        await ctx.acheck_policy(move)
-        await ctx.run_blocking(lambda: perform(ctx.hands, move))
-        return ToolOutcome(
-            ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=move, acted=True
-        )
+        return ToolOutcome(ok_payload(point=list(ctx.mapping.physical_to_norm(x, y))), action=MoveMouse((x, y)))
 
     return run
 
@@ -349,10 +350,7 @@ def _dragger(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         start = to_physical(ctx.mapping, _box_arg(args, "start_box"), version)
         end = to_physical(ctx.mapping, _box_arg(args, "end_box"), version)
-        drag = Drag(start, end, style="uitars")
-        await ctx.acheck_policy(drag)
-        await ctx.run_blocking(lambda: perform(ctx.hands, drag))
-        return ToolOutcome(ok_payload(), action=drag, acted=True)
+        return ToolOutcome(ok_payload(), action=Drag(start, end, style="uitars"))
 
     return run
 
@@ -376,10 +374,7 @@ def _scroller(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
             if args.get("start_box") is not None
             else None
         )
-        scroll = Scroll(where, dy=dy, dx=dx, style="uitars")
-        await ctx.acheck_policy(scroll)
-        await ctx.run_blocking(lambda: perform(ctx.hands, scroll))
-        return ToolOutcome(ok_payload(direction=direction), action=scroll, acted=True)
+        return ToolOutcome(ok_payload(direction=direction), action=Scroll(where, dy=dy, dx=dx, style="uitars"))
 
     return run
 
@@ -390,10 +385,7 @@ async def _hotkey(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolError("missing_key", "hotkey(key='ctrl c') needs the keys, split by spaces")
     combo = "+".join(key.split())
     _combo(combo)
-    keys = KeyPress(combo)
-    await ctx.acheck_policy(keys)
-    await ctx.run_blocking(lambda: perform(ctx.hands, keys))
-    return ToolOutcome(ok_payload(key=combo), action=keys, acted=True)
+    return ToolOutcome(ok_payload(key=combo), action=KeyPress(combo))
 
 
 async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
@@ -402,16 +394,18 @@ async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
         raise ToolError("empty_text", "type(content='...') needs the text")
     # The parser kept the model's escapes as text: \n means Enter, \' a quote.
     text = content.replace("\\n", "\n").replace("\\'", "'").replace('\\"', '"')
-    # UI-TARS's own executor types the text, then presses Enter for a trailing "\n".
+    # UI-TARS's own executor types the text, then presses Enter for a trailing "\n": one
+    # text whose last character is that Enter (every input backend types "\n" as the Enter
+    # key, and the policy reads a newline in a text as Enter), so the one action the policy
+    # checks is the whole of what is sent, and the record says it.
     submit = text.endswith("\n")
-    body = text.rstrip("\n") if submit else text
-    outcome = await _type_text(ctx, {"text": body}) if body else ToolOutcome(ok_payload(typed=0))
-    if submit and not outcome.payload.get("interrupted"):
-        enter = KeyPress("enter")
-        await ctx.acheck_policy(enter)
-        await ctx.run_blocking(lambda: perform(ctx.hands, enter))
+    if submit:
+        text = text.rstrip("\n") + "\n"
+    if len(text) > ctx.max_type_chars:
+        raise ToolError("text_too_long", f"content has {len(text)} characters; at most {ctx.max_type_chars} per action")
+    outcome = typing(text, action="type_text")
+    if submit:
         outcome.payload["submitted"] = True
-        outcome.acted = True
     return outcome
 
 
@@ -500,4 +494,6 @@ def uitars_toolset(version: str = "1.5") -> ToolSet:
         _tool("call_user", _call_user, "control"),
     ]
     name = "uitars" if version == "1.5" else "uitars-1.0"
-    return make_toolset(name, tools, prompt=uitars_system_prompt(), text_protocol=uitars_calls)
+    return make_toolset(
+        name, tools, prompt=uitars_system_prompt(), protocol=TextCalls(uitars_calls, UITARS_REMINDER)
+    )

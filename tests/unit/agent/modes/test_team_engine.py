@@ -744,3 +744,28 @@ def test_sigint_during_the_planners_wait_stops_with_a_debrief(tmp_path: Path) ->
     assert desk.events[-1]["action"] == "release_all"
     assert turns_of(result)[-1]["ended_by"] == "interrupted"
     assert "final_status: interrupted" in log_text(result)
+
+
+def test_executor_calls_are_translated_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The executor's tool reads the arguments (into the variant's dataclass, which the
+    memory keeps); the engine does not parse the call a second time."""
+    import deskpilot.agent.modes.team._engine as engine
+
+    v = V003
+    parsed_by_engine: list[str] = []
+    real = engine.parse_call
+
+    def counting(call: Any, specs: Any, **kw: Any) -> Any:
+        if call.name in VARIANTS[v.name].specs("executor"):
+            parsed_by_engine.append(call.name)
+        return real(call, specs, **kw)
+
+    monkeypatch.setattr(engine, "parse_call", counting)
+    executor = [act(v, "click", at=TARGET), act(v, "type", text="hello"), act(v, "complete", evidence=EVIDENCE)]
+    result, _srv, desk, mode = run_team(tmp_path, RolePolicy(v, [plan(v)], executor), variant=v)
+    assert result.outcome == "answered"
+    assert parsed_by_engine == []
+    memory = mode.state.memory  # type: ignore[union-attr]
+    kinds = [type(record.args).__name__ for record in memory.history]
+    assert kinds[:2] == ["PointerArgs", "TextArgs"]
+    assert desk.text == "hello"

@@ -52,11 +52,13 @@ from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._run import RunResult, run_agent
 from deskpilot.agent._screen import CapturerScreen
 from deskpilot.agent._session import ModeResult, Session, Turn
+from deskpilot.agent.client._chat import Completion
 from deskpilot.agent.client._history import History, png_data_url
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.modes.stateless._config import StatelessSettings, output_size
 from deskpilot.agent.modes.stateless._prompt import denied_text, system_prompt, user_text
 from deskpilot.agent.modes.stateless._protocol import Action, VlmOutput, parse_vlm_output
+from deskpilot.agent.tools._act import act
 from deskpilot.agent.tools._core import Hands, err_payload
 from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
@@ -345,22 +347,40 @@ class StatelessEngine:
     async def _run_turn(
         self, number: int, text: str, reply_at: float | None
     ) -> ModeResult | tuple[str, float]:
-        s = self.settings
-        session = self.session
+        """One turn: parse the reply, act, capture, annotate, then end the run or ask again."""
+        turn = self._open_turn(number, reply_at)
+        out, finish_reason = self._parse(turn, number, text)
+        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
+            return self._truncated(turn, text, finish_reason)
+        self.state.set_phase("executing")
+        self.session.reporter.phase(number, "action")
+        executed, ran = await self._execute(turn, out.actions)
+        annotated, how, raw_task = await self._picture(turn, number, out, ran, text)
+        self._result_record(turn, out, executed)
+        ended = await self._end_of_turn(turn, number, out, text, raw_task, annotated, how)
+        if ended is not None:
+            return ended
+        return await self._ask_next(turn, number, out, executed, text, raw_task, annotated, how)
+
+    def _open_turn(self, number: int, reply_at: float | None) -> Turn:
         turn = Turn(number, "stateless")
         turn.reply_at = reply_at
         turn.record.update(
             {
                 "turn": number,
                 "time": round(time.time(), 3),
-                "mode": session.mode,
+                "mode": self.session.mode,
                 "role": "stateless",
                 "stage": "turn",
             }
         )
         self._turn = turn
+        return turn
 
-        session.reporter.phase(number, "parse")
+    def _parse(self, turn: Turn, number: int, text: str) -> tuple[VlmOutput, str | None]:
+        """The reply's JSON (never fails), and the finish reason its completion gave."""
+        s = self.settings
+        self.session.reporter.phase(number, "parse")
         with turn.timer.phase("parse"):
             out = parse_vlm_output(text, max_actions=s.max_actions, max_bboxes=s.max_bboxes)
         turn.record["reply"] = {
@@ -373,17 +393,6 @@ class StatelessEngine:
         if self._text_from_reasoning:
             turn.record["reply"]["from_reasoning"] = True
             self._text_from_reasoning = False
-        if finish_reason in ("length", "max_tokens") and not out.actions and not out.done:
-            # Cut at the token limit with nothing usable: asking again would be cut again.
-            turn.record["final"] = False
-            turn.record["ended_by"] = "truncated"
-            session.close_turn(turn)
-            self._turn = None
-            return ModeResult(
-                "truncated",
-                strip_think(text),
-                extra={"stateless": self._summary(), "finish_reason": finish_reason},
-            )
         log.debug(
             "turn %d: reply parsed from %s: %d action(s), %d bbox(es), %d refused",
             number,
@@ -392,22 +401,41 @@ class StatelessEngine:
             len(out.bboxes),
             len(out.rejected),
         )
-        boxes = tuple(b.mark() for b in out.bboxes)
+        return out, finish_reason
 
-        self.state.set_phase("executing")
-        session.reporter.phase(number, "action")
-        executed, ran = await self._execute(turn, out.actions)
-        # The heat (and the trail) shows where actions ran, as the prompt tells the model:
-        # an action the policy refused or one skipped after a failure is not drawn.
+    def _truncated(self, turn: Turn, text: str, finish_reason: str) -> ModeResult:
+        """Cut at the token limit with nothing usable: asking again would be cut again."""
+        turn.record["final"] = False
+        turn.record["ended_by"] = "truncated"
+        self.session.close_turn(turn)
+        self._turn = None
+        return ModeResult(
+            "truncated",
+            strip_think(text),
+            extra={"stateless": self._summary(), "finish_reason": finish_reason},
+        )
+
+    async def _picture(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        ran: list[tuple[Action, InputAction]],
+        text: str,
+    ) -> tuple[_Saved, str, asyncio.Future[_Saved]]:
+        """The screen after the actions, its raw PNG (encoded in the background) and the
+        annotated one: the heat and the trail show where actions ran, as the prompt tells
+        the model (an action the policy refused or one skipped after a failure is not drawn)."""
+        s = self.settings
+        session = self.session
+        boxes = tuple(b.mark() for b in out.bboxes)
         marks = tuple(action_mark(physical) for _, physical in ran)
         ran_dicts = [action.as_dict() for action, _ in ran]
-
         self.state.set_phase("capturing")
         if s.capture_delay > 0:
             with turn.timer.phase("delay"):
                 await asyncio.sleep(s.capture_delay)
         frame = await self._capture(turn)
-
         self.state.set_phase("annotating")
         session.reporter.phase(number, "encode")
         raw_task = asyncio.ensure_future(
@@ -444,6 +472,10 @@ class StatelessEngine:
         }
         # Once per run, as in the other modes: frames go on without the cursor.
         session.note_cursor_problem(turn.record["observation"], getattr(self._capturer, "cursor_problem", None))
+        return annotated, how, raw_task
+
+    @staticmethod
+    def _result_record(turn: Turn, out: VlmOutput, executed: list[tuple[Action, str | None]]) -> None:
         turn.record["result"] = {
             "ok": all(error is None for _, error in executed),
             "actions_run": len(executed),
@@ -457,6 +489,18 @@ class StatelessEngine:
             if "policy_denied" in types:
                 turn.record["result"]["denied"] = turn.record.get("policy_denied", 0)
 
+    async def _end_of_turn(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        text: str,
+        raw_task: asyncio.Future[_Saved],
+        annotated: _Saved,
+        how: str,
+    ) -> ModeResult | tuple[str, float] | None:
+        """The run's end (``done``, ``max_steps``) or an injected model output; None: ask."""
+        session = self.session
         if out.done:
             raw = await raw_task
             self._finish_records(turn, number, out, text, raw, annotated, how)
@@ -484,6 +528,21 @@ class StatelessEngine:
             turn.record["ended_by"] = "max_steps"
             self._stopped("max_steps")
             return ended
+        return None
+
+    async def _ask_next(
+        self,
+        turn: Turn,
+        number: int,
+        out: VlmOutput,
+        executed: list[tuple[Action, str | None]],
+        text: str,
+        raw_task: asyncio.Future[_Saved],
+        annotated: _Saved,
+        how: str,
+    ) -> tuple[str, float]:
+        """The next request (the records are finished while the model thinks); returns
+        the model's answer text and when it was complete."""
         self.state.set_phase("calling_model")
         with turn.timer.phase("request_build"):
             body = self._request_body(out, executed, annotated.png, number)
@@ -492,9 +551,13 @@ class StatelessEngine:
             raw = await raw_task  # finished while the model thinks
             self._finish_records(turn, number, out, text, raw, annotated, how)
 
-        completion, replied = await session.send(turn, body, images=1, meanwhile=finish_records())
+        completion, replied = await self.session.send(turn, body, images=1, meanwhile=finish_records())
         self._turn = None
         self._finish_reason = completion.finish_reason
+        return self._answer_text(completion), replied
+
+    def _answer_text(self, completion: Completion) -> str:
+        """The text the next turn parses: the content, or the reasoning that holds the answer."""
         if (
             not strip_think(completion.content)
             and completion.reasoning
@@ -504,9 +567,9 @@ class StatelessEngine:
             # --reasoning-format, vLLM --reasoning-parser) can leave its whole JSON answer
             # in the reasoning field and an empty content: read the answer from there.
             self._text_from_reasoning = True
-            return completion.reasoning, replied
+            return completion.reasoning
         self._text_from_reasoning = False
-        return completion.content, replied
+        return completion.content
 
     def _request_body(
         self, out: VlmOutput, executed: list[tuple[Action, str | None]], png: bytes, number: int
@@ -553,32 +616,6 @@ class StatelessEngine:
         button: Literal["left", "right"] = "right" if action.name == "right_click" else "left"
         return Click(point, button, 2 if action.name == "double_click" else 1, source=source)
 
-    def _perform(self, physical: InputAction) -> None:
-        """Runs on the input thread. The seed's events: a click or a scroll is sent at its
-        point without a separate move first, a text in chunks that a stop ends early."""
-        hands = self.hands
-        if isinstance(physical, MoveMouse):
-            hands.move(*physical.point)
-        elif isinstance(physical, Click):
-            assert physical.point is not None
-            hands.click(*physical.point, button=physical.button, count=physical.count)
-        elif isinstance(physical, Drag):
-            assert physical.start is not None and physical.steps is not None and physical.duration is not None
-            hands.drag(physical.start, physical.end, duration=physical.duration, steps=physical.steps)
-        elif isinstance(physical, Scroll):
-            assert physical.point is not None
-            hands.scroll(*physical.point, dy=physical.dy, dx=physical.dx)
-        elif isinstance(physical, TypeText):
-            text = physical.text
-            chunk = max(1, self.session.ctx.type_chunk)
-            for start in range(0, len(text), chunk):
-                if self.session.ctx.stop.is_set():
-                    break
-                hands.type_text(text[start : start + chunk])
-        elif isinstance(physical, KeyPress):
-            hands.key(physical.combo)
-        hands.sync()
-
     async def _execute(
         self, turn: Turn, actions: tuple[Action, ...]
     ) -> tuple[list[tuple[Action, str | None]], list[tuple[Action, InputAction]]]:
@@ -611,16 +648,14 @@ class StatelessEngine:
             started = time.perf_counter()
             error: str | None = None
             try:
-                # The run's safety policy sees the action in the tools' vocabulary (the
-                # physical record) before any input is sent, in dry runs too.
-                await ctx.acheck_policy(physical)  # a confirm question never blocks the loop
+                # The one path of every action: the run's safety policy checks exactly the
+                # action sent (in dry runs too) before any input; a confirm question never
+                # blocks the loop; a text is typed in chunks a stop ends early.
+                await act(ctx, physical, hands=self.hands, pauses=False)
                 ran.append((action, physical))
-                await ctx.run_blocking(lambda p=physical: self._perform(p))  # type: ignore[misc]
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
-                if ran and ran[-1][0] is action:
-                    ran.pop()  # refused by a check on the input side: nothing was sent
                 payload = getattr(exc, "payload", None)
                 if not isinstance(payload, dict):
                     payload = err_payload("policy_denied", str(exc))
@@ -630,6 +665,7 @@ class StatelessEngine:
             except DeskpilotError as exc:
                 if not isinstance(exc, (OSError, ValueError)):
                     raise  # a stop (kill switch, Ctrl+C) or a bug: not this action's failure
+                ran.append((action, physical))  # its input may have been partly delivered
                 error = f"{type(exc).__name__}: {exc}"
                 entry["result"] = err_payload("action_failed", error)
                 failed = True

@@ -69,7 +69,7 @@ from deskpilot.agent.modes.team._recovery import LoopDetector, action_signature,
 from deskpilot.agent.modes.team._settings import TeamParams, TeamSettings, resolve_params
 from deskpilot.agent.modes.team._state import REASONS, TeamState
 from deskpilot.agent.modes.team._tools import INSUFFICIENT_EVIDENCE, executor_toolset
-from deskpilot.agent.tools._core import ToolError, err_payload
+from deskpilot.agent.tools._core import ToolError, ToolOutcome, err_payload
 from deskpilot.rundir._records import CallRecord, TeamTurnRecord
 
 __all__ = ["MODE", "TeamMode"]
@@ -281,20 +281,10 @@ class TeamMode:
     async def _planning_turn(
         self, session: Session, state: TeamState, history: History, log: ExecutionLog
     ) -> ModeResult | None:
-        p, v = self.params, self.variant
         self.stats["planner_turns"] += 1
-        history.clear(keep_system=True)
-        history.add_user(state.planner_context())
-        call_no = log.api_request(v.planner_role, self._request_for_log(history, "planner", None))
-        turn, completion = await session.ask(
-            history,
-            role=v.planner_role,
-            temperature=p.planner_temperature,
-            max_tokens=p.planner_max_tokens,
-        )
-        log.api_response(call_no, v.planner_role, completion.as_record())
+        turn, completion = await self._ask_planner(session, state, history, log)
         team_record: TeamTurnRecord = {
-            "variant": v.name,
+            "variant": self.variant.name,
             "team_role": "planner",
             "mode": state.mode_name,
             "reasons": list(state.planning_reasons),
@@ -303,88 +293,14 @@ class TeamMode:
         turn.record["team"] = team_record
         with turn.timer.phase("parse"):
             plan, archive, refused = self._parse_planner_calls(completion)
+        self._refuse_planner_calls(session, state, turn, log, refused)
         records: list[CallRecord] = []
-        for call, exc in refused:
-            self.stats["bad_outputs"] += 1
-            payload = err_payload(exc.kind, exc.message)
-            session.reject_call(turn, call, payload)
-            log.tool(
-                call.name,
-                call.arguments if call.arguments is not None else call.raw_arguments,
-                f"REFUSED {exc.kind}: {exc.message}",
-            )
-            state.note(
-                "planner",
-                f"Your call {call.name or '<no name>'!r} was refused ({exc.kind}): {exc.message}",
-            )
-
         if archive is not None:
-            args = cast(ArchiveArgs, archive.args)
-            result = state.memory.apply_compression(
-                args.summary, args.patterns, args.archived_turns
-            )
-            session.count(tool_calls=1, tool_errors=0 if result.ok else 1)
-            payload = self._archive_payload(result)
-            if not result.ok:
-                self.stats["bad_outputs"] += 1
-                state.note(
-                    "planner",
-                    f"{archive.name} archived nothing: {result.describe()}. Active turns are "
-                    f"{sorted({r.turn for r in state.memory.active_history})}.",
-                )
-            elif result.unknown_turns or result.already_archived:
-                state.note("planner", f"{archive.name}: {result.describe()}.")
-            log.tool(
-                archive.name,
-                archive.call.arguments,
-                payload.get("result") or payload["error"]["message"],
-            )
-            records.append(
-                {
-                    "id": archive.call.id,
-                    "name": archive.name,
-                    "arguments": archive.call.arguments,
-                    "result": payload,
-                }
-            )
-
-        if state.memory.needs_compression:
-            # Still at the threshold after the planner's turn (it archived nothing, too
-            # little, or its call was refused): archive on its behalf, down to below the
-            # threshold, or every following turn would be another compression review.
-            auto = state.memory.auto_compress(_auto_keep(state.memory.compression_threshold))
-            if auto is not None and auto.ok:
-                self.stats["auto_archives"] += 1
-                text = f"the {v.planner_role} did not archive enough; archived automatically: {auto.describe()}"
-                log.warning(text)
-                team_record["auto_archive"] = list(auto.archived_turns)
-                state.note(
-                    "planner",
-                    f"Memory was over the threshold, so turns {list(auto.archived_turns)} were archived automatically.",
-                )
-
+            records.append(self._archive(session, state, log, archive))
+        self._auto_archive(state, log, team_record)
         before = state.mode_name
         if plan is not None:
-            args_plan = cast(PlanArgs, plan.args)
-            session.count(tool_calls=1)
-            content = strip_think(completion.content)
-            switch = state.set_plan(args_plan.instructions, content)
-            payload = {
-                "ok": True,
-                "result": "instructions updated",
-                "instructions": args_plan.instructions,
-            }
-            log.tool(plan.name, plan.call.arguments, "instructions updated")
-            records.insert(
-                0,
-                {
-                    "id": plan.call.id,
-                    "name": plan.name,
-                    "arguments": plan.call.arguments,
-                    "result": payload,
-                },
-            )
-            self._switch(log, before, state.mode_name, switch.reasons)
+            records.insert(0, self._apply_plan(session, state, log, plan, completion, before))
         elif not completion.tool_calls and completion.finish_reason in ("length", "max_tokens"):
             turn.record["ended_by"] = "truncated"
             return ModeResult(
@@ -393,42 +309,9 @@ class TeamMode:
                 {"finish_reason": completion.finish_reason},
             )
         else:
-            kept = state.keep_plan()
-            if not completion.tool_calls:
-                self.stats["bad_outputs"] += 1
-                log.warning(f"the {v.planner_role} answered without a tool call")
-            if kept is not None:
-                log.event(
-                    "PLAN KEPT",
-                    f"no new instructions; the {v.executor_role} continues with the current ones",
-                )
-                team_record["plan_kept"] = True
-                self._switch(log, before, state.mode_name, kept.reasons)
-            else:
-                team_record["no_plan"] = state.planner_failures
-                plan_tool = v.tool_name("plan")
-                attempted = any(call.name == plan_tool for call, _ in refused)
-                what = (
-                    f"had no valid {plan_tool} call (refused, see above)"
-                    if attempted
-                    else f"did not call {plan_tool}"
-                )
-                state.note(
-                    "planner",
-                    f"Your previous answer {what}. There is no plan yet: you MUST call "
-                    f"{plan_tool} with the first instruction for the {v.executor_role}.",
-                )
-                log.warning(
-                    f"no usable plan from the {v.planner_role} "
-                    f"({state.planner_failures}/{p.planner_attempts} attempts)"
-                )
-                if state.planner_failures >= p.planner_attempts:
-                    answer = (
-                        f"the {v.planner_role} gave no plan in {state.planner_failures} attempts"
-                    )
-                    turn.record["final"] = True
-                    turn.record["answer"] = answer
-                    return ModeResult("no_plan", answer)
+            ended = self._without_plan(state, turn, log, team_record, completion, refused, before)
+            if ended is not None:
+                return ended
         if records:
             first_call = records[0]
             turn.record["tool_call"] = {
@@ -445,7 +328,169 @@ class TeamMode:
             archives=len(state.memory.all_snapshots),
             instructions=len(state.execution_instructions),
         )
-        await session.pause(turn, p.turn_delay)
+        await session.pause(turn, self.params.turn_delay)
+        return None
+
+    async def _ask_planner(
+        self, session: Session, state: TeamState, history: History, log: ExecutionLog
+    ) -> tuple[Turn, Completion]:
+        """The planner's request: the rebuilt context as text, never an image."""
+        p, v = self.params, self.variant
+        history.clear(keep_system=True)
+        history.add_user(state.planner_context())
+        call_no = log.api_request(v.planner_role, self._request_for_log(history, "planner", None))
+        turn, completion = await session.ask(
+            history,
+            role=v.planner_role,
+            temperature=p.planner_temperature,
+            max_tokens=p.planner_max_tokens,
+        )
+        log.api_response(call_no, v.planner_role, completion.as_record())
+        return turn, completion
+
+    def _refuse_planner_calls(
+        self,
+        session: Session,
+        state: TeamState,
+        turn: Turn,
+        log: ExecutionLog,
+        refused: list[tuple[ToolCall, ToolError]],
+    ) -> None:
+        for call, exc in refused:
+            self.stats["bad_outputs"] += 1
+            payload = err_payload(exc.kind, exc.message)
+            session.reject_call(turn, call, payload)
+            log.tool(
+                call.name,
+                call.arguments if call.arguments is not None else call.raw_arguments,
+                f"REFUSED {exc.kind}: {exc.message}",
+            )
+            state.note(
+                "planner",
+                f"Your call {call.name or '<no name>'!r} was refused ({exc.kind}): {exc.message}",
+            )
+
+    def _archive(
+        self, session: Session, state: TeamState, log: ExecutionLog, archive: ParsedCall
+    ) -> CallRecord:
+        """The planner's archive call applied to the memory."""
+        args = cast(ArchiveArgs, archive.args)
+        result = state.memory.apply_compression(args.summary, args.patterns, args.archived_turns)
+        session.count(tool_calls=1, tool_errors=0 if result.ok else 1)
+        payload = self._archive_payload(result)
+        if not result.ok:
+            self.stats["bad_outputs"] += 1
+            state.note(
+                "planner",
+                f"{archive.name} archived nothing: {result.describe()}. Active turns are "
+                f"{sorted({r.turn for r in state.memory.active_history})}.",
+            )
+        elif result.unknown_turns or result.already_archived:
+            state.note("planner", f"{archive.name}: {result.describe()}.")
+        log.tool(
+            archive.name,
+            archive.call.arguments,
+            payload.get("result") or payload["error"]["message"],
+        )
+        return {
+            "id": archive.call.id,
+            "name": archive.name,
+            "arguments": archive.call.arguments,
+            "result": payload,
+        }
+
+    def _auto_archive(self, state: TeamState, log: ExecutionLog, team_record: TeamTurnRecord) -> None:
+        """Still at the threshold after the planner's turn (it archived nothing, too
+        little, or its call was refused): archive on its behalf, down to below the
+        threshold, or every following turn would be another compression review."""
+        if not state.memory.needs_compression:
+            return
+        auto = state.memory.auto_compress(_auto_keep(state.memory.compression_threshold))
+        if auto is not None and auto.ok:
+            self.stats["auto_archives"] += 1
+            text = f"the {self.variant.planner_role} did not archive enough; archived automatically: {auto.describe()}"
+            log.warning(text)
+            team_record["auto_archive"] = list(auto.archived_turns)
+            state.note(
+                "planner",
+                f"Memory was over the threshold, so turns {list(auto.archived_turns)} were archived automatically.",
+            )
+
+    def _apply_plan(
+        self,
+        session: Session,
+        state: TeamState,
+        log: ExecutionLog,
+        plan: ParsedCall,
+        completion: Completion,
+        before: str,
+    ) -> CallRecord:
+        """The planner's new instructions: the executor takes over with them."""
+        args_plan = cast(PlanArgs, plan.args)
+        session.count(tool_calls=1)
+        content = strip_think(completion.content)
+        switch = state.set_plan(args_plan.instructions, content)
+        payload = {
+            "ok": True,
+            "result": "instructions updated",
+            "instructions": args_plan.instructions,
+        }
+        log.tool(plan.name, plan.call.arguments, "instructions updated")
+        self._switch(log, before, state.mode_name, switch.reasons)
+        return {
+            "id": plan.call.id,
+            "name": plan.name,
+            "arguments": plan.call.arguments,
+            "result": payload,
+        }
+
+    def _without_plan(
+        self,
+        state: TeamState,
+        turn: Turn,
+        log: ExecutionLog,
+        team_record: TeamTurnRecord,
+        completion: Completion,
+        refused: list[tuple[ToolCall, ToolError]],
+        before: str,
+    ) -> ModeResult | None:
+        """No valid plan call: keep the plan there is, or ask again (``no_plan`` after
+        ``team.planner_attempts`` answers without one)."""
+        p, v = self.params, self.variant
+        kept = state.keep_plan()
+        if not completion.tool_calls:
+            self.stats["bad_outputs"] += 1
+            log.warning(f"the {v.planner_role} answered without a tool call")
+        if kept is not None:
+            log.event(
+                "PLAN KEPT",
+                f"no new instructions; the {v.executor_role} continues with the current ones",
+            )
+            team_record["plan_kept"] = True
+            self._switch(log, before, state.mode_name, kept.reasons)
+            return None
+        team_record["no_plan"] = state.planner_failures
+        plan_tool = v.tool_name("plan")
+        attempted = any(call.name == plan_tool for call, _ in refused)
+        what = (
+            f"had no valid {plan_tool} call (refused, see above)"
+            if attempted
+            else f"did not call {plan_tool}"
+        )
+        state.note(
+            "planner",
+            f"Your previous answer {what}. There is no plan yet: you MUST call "
+            f"{plan_tool} with the first instruction for the {v.executor_role}.",
+        )
+        log.warning(
+            f"no usable plan from the {v.planner_role} "
+            f"({state.planner_failures}/{p.planner_attempts} attempts)"
+        )
+        if state.planner_failures >= p.planner_attempts:
+            answer = f"the {v.planner_role} gave no plan in {state.planner_failures} attempts"
+            turn.record["final"] = True
+            turn.record["answer"] = answer
+            return ModeResult("no_plan", answer)
         return None
 
     def _parse_planner_calls(
@@ -500,8 +545,48 @@ class TeamMode:
         log: ExecutionLog,
         detector: LoopDetector,
     ) -> ModeResult | None:
-        p, v = self.params, self.variant
         self.stats["executor_turns"] += 1
+        turn, completion, screenshot = await self._ask_executor(session, state, history, log)
+        response_text = strip_think(completion.content)
+        team_record: TeamTurnRecord = {
+            "variant": self.variant.name,
+            "team_role": "executor",
+            "mode": state.mode_name,
+            "image": True,
+            "screenshot": screenshot,
+        }
+        turn.record["team"] = team_record
+        calls = completion.tool_calls
+        if not calls and completion.finish_reason in ("length", "max_tokens"):
+            # Cut at the token limit (a thinking model spent it on reasoning): the same
+            # request would be cut again, turn after turn, until the step limit.
+            turn.record["ended_by"] = "truncated"
+            return ModeResult(
+                "truncated", response_text, {"finish_reason": completion.finish_reason}
+            )
+        if not calls:
+            await self._no_tool_call(session, state, turn, log, detector, response_text, screenshot)
+            return None
+        call = self._refuse_extra_calls(session, state, turn, log, calls)
+        parsed, outcome, result_text = await self._run_executor_call(
+            session, state, turn, log, call, screenshot or "", response_text
+        )
+        ended = self._after_executor_call(state, turn, log, team_record, parsed, outcome, result_text)
+        if ended is not None:
+            return ended
+        changed = bool(outcome.payload.get("changed", False))
+        await self._check_loop(
+            session, state, turn, log, detector, action_signature(call, parsed), changed
+        )
+        await session.pause(turn, self.params.turn_delay)
+        self._executor_state(log, state)
+        return None
+
+    async def _ask_executor(
+        self, session: Session, state: TeamState, history: History, log: ExecutionLog
+    ) -> tuple[Turn, Completion, str | None]:
+        """The executor's request: the context text and exactly one screenshot."""
+        p, v = self.params, self.variant
         previous = session.pending
         assert previous is not None  # session.start() opened turn 0
         obs = await session.observe(previous)
@@ -518,28 +603,12 @@ class TeamMode:
             max_tokens=p.executor_max_tokens,
         )
         log.api_response(call_no, v.executor_role, completion.as_record())
-        response_text = strip_think(completion.content)
-        team_record: TeamTurnRecord = {
-            "variant": v.name,
-            "team_role": "executor",
-            "mode": state.mode_name,
-            "image": True,
-            "screenshot": obs.screenshot,
-        }
-        turn.record["team"] = team_record
-        calls = completion.tool_calls
-        if not calls and completion.finish_reason in ("length", "max_tokens"):
-            # Cut at the token limit (a thinking model spent it on reasoning): the same
-            # request would be cut again, turn after turn, until the step limit.
-            turn.record["ended_by"] = "truncated"
-            return ModeResult(
-                "truncated", response_text, {"finish_reason": completion.finish_reason}
-            )
-        if not calls:
-            await self._no_tool_call(
-                session, state, turn, log, detector, response_text, obs.screenshot
-            )
-            return None
+        return turn, completion, obs.screenshot
+
+    def _refuse_extra_calls(
+        self, session: Session, state: TeamState, turn: Turn, log: ExecutionLog, calls: list[ToolCall]
+    ) -> ToolCall:
+        """The first call runs; every other one is refused as one too many."""
         call = calls[0]
         for extra in calls[1:]:
             self.stats["bad_outputs"] += 1
@@ -554,22 +623,41 @@ class TeamMode:
                 "executor",
                 f"You sent {len(calls)} tool calls; only the first ({call.name}) ran. Call exactly ONE tool per turn.",
             )
-        parsed: ParsedCall | None
-        parse_error: ToolError | None = None
-        with turn.timer.phase("parse"):
+        return call
+
+    def _parsed(self, call: ToolCall, outcome: ToolOutcome) -> ParsedCall | None:
+        """The call as its tool read it (the outcome's ``detail``: read once, by the tool);
+        None when its arguments were refused. An unknown tool's message says which role
+        owns it."""
+        spec = self.executor_specs.get(call.name)
+        if spec is not None and outcome.detail is not None:
+            return ParsedCall(call, spec, outcome.detail)
+        error = outcome.payload.get("error") or {}
+        if error.get("type") == "unknown_tool":
             try:
-                parsed = parse_call(call, self.executor_specs, other_role=self.planner_specs)
+                parse_call(call, self.executor_specs, other_role=self.planner_specs)
             except ToolError as exc:
-                parsed, parse_error = None, exc
+                error["message"] = exc.message
+        return None
+
+    async def _run_executor_call(
+        self,
+        session: Session,
+        state: TeamState,
+        turn: Turn,
+        log: ExecutionLog,
+        call: ToolCall,
+        screenshot: str,
+        response_text: str,
+    ) -> tuple[ParsedCall | None, ToolOutcome, str]:
+        """Run the call the one path of every action; the memory and the log keep it."""
         outcome = await session.act(turn, call, self.tools)
-        if parse_error is not None and not outcome.ok and parse_error.kind == "unknown_tool":
-            outcome.payload["error"]["message"] = parse_error.message  # says which role owns it
+        parsed = self._parsed(call, outcome)
         payload = outcome.payload
-        changed = bool(payload.get("changed", False))
         if outcome.ok:
             result_text = str(payload.get("result") or "ok")
             if outcome.acted:
-                result_text += " (screen changed)" if changed else " (no visible change)"
+                result_text += " (screen changed)" if payload.get("changed") else " (no visible change)"
         else:
             self.stats["bad_outputs"] += 1
             err = payload.get("error") or {}
@@ -579,7 +667,7 @@ class TeamMode:
             call.name or "<empty>",
             parsed.args if parsed is not None else call.arguments,
             result_text,
-            obs.screenshot or "",
+            screenshot,
             response_text,
             ok=outcome.ok,
         )
@@ -589,22 +677,36 @@ class TeamMode:
             call.arguments if call.arguments is not None else call.raw_arguments,
             result_text,
         )
+        return parsed, outcome, result_text
 
-        if parsed is not None and outcome.ok and parsed.kind == "complete":
+    def _after_executor_call(
+        self,
+        state: TeamState,
+        turn: Turn,
+        log: ExecutionLog,
+        team_record: TeamTurnRecord,
+        parsed: ParsedCall | None,
+        outcome: ToolOutcome,
+        result_text: str,
+    ) -> ModeResult | None:
+        """What the call means for the team: an accepted completion ends the run; a
+        refused one, a progress report or a refused call is noted for the next turns."""
+        payload = outcome.payload
+        if parsed is None:
+            if not outcome.ok:
+                state.note("executor", f"Your last call was refused: {result_text}")
+            return None
+        if outcome.ok and parsed.kind == "complete":
             evidence = cast(CompletionArgs, parsed.args).evidence
             turn.record["final"] = True
             turn.record["answer"] = evidence
             log.event("COMPLETION ACCEPTED", f"{len(evidence.strip())} characters of evidence")
             return ModeResult("answered", evidence)
-        if (
-            parsed is not None
-            and not outcome.ok
-            and payload.get("error", {}).get("type") == INSUFFICIENT_EVIDENCE
-        ):
+        if not outcome.ok and payload.get("error", {}).get("type") == INSUFFICIENT_EVIDENCE:
             self.stats["refused_completions"] += 1
             log.warning(f"completion refused: {payload['error']['message']}")
             state.note("executor", payload["error"]["message"])
-        if parsed is not None and outcome.ok and parsed.kind == "progress":
+        if outcome.ok and parsed.kind == "progress":
             progress = cast(ProgressArgs, parsed.args)
             state.last_report = (progress.goal, progress.state, progress.evidence)
             if progress.state in DONE_STATUSES:
@@ -612,14 +714,6 @@ class TeamMode:
             elif progress.state == "BLOCKED":
                 state.request_review("goal_blocked")
             team_record["report"] = {"goal": progress.goal, "status": progress.state}
-        if not outcome.ok and parse_error is not None:
-            state.note("executor", f"Your last call was refused: {result_text}")
-
-        await self._check_loop(
-            session, state, turn, log, detector, action_signature(call, parsed), changed
-        )
-        await session.pause(turn, p.turn_delay)
-        self._executor_state(log, state)
         return None
 
     @staticmethod

@@ -17,6 +17,7 @@ from deskpilot._errors import ActionDeniedError, DeskpilotError
 from deskpilot.actions import from_record
 from deskpilot.agent.client._toolcalls import ToolCall
 from deskpilot.agent.modes.team._common import ParsedCall
+from deskpilot.agent.tools._act import act
 from deskpilot.agent.tools._core import ToolContext
 
 __all__ = ["LoopDetector", "RecoveryReport", "action_signature", "recovery_actions", "run_recovery"]
@@ -106,36 +107,23 @@ def recovery_actions(ctx: ToolContext) -> list[dict[str, Any]]:
 
 
 async def run_recovery(ctx: ToolContext) -> RecoveryReport:
-    """Run the recovery sequence on the input thread; the policy may refuse steps."""
-    allowed: list[dict[str, Any]] = []
+    """Run the recovery sequence, each step the one path every action takes (the policy
+    checks it, the input thread performs it); the policy may refuse steps, a stop ends
+    the sequence, an input failure ends it with the error."""
     denied: list[dict[str, Any]] = []
-    for action in recovery_actions(ctx):
-        try:
-            await ctx.acheck_policy(from_record(action))  # a confirm question never blocks the loop
-        except ActionDeniedError:
-            denied.append(action)
-            continue
-        allowed.append(action)
     performed: list[dict[str, Any]] = []
-    hands = ctx.hands
-
-    def act() -> None:
-        for action in allowed:
-            if ctx.stop.is_set():
-                return
-            if action["kind"] == "key":
-                hands.key(action["key"])
-            elif action["kind"] == "move":
-                hands.move(action["x"], action["y"])
-            else:
-                hands.click(action["x"], action["y"], action["button"], action["count"])
-            hands.sync()
-            performed.append(action)
-            ctx.pause(0.3)  # the seeds' ui_settle_delay, only with seed delays on
-
     error = None
-    try:
-        await ctx.run_blocking(act)
-    except DeskpilotError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    for step in recovery_actions(ctx):
+        if ctx.stop.is_set():
+            break
+        try:
+            await act(ctx, from_record(step))
+        except ActionDeniedError:
+            denied.append(step)
+            continue
+        except DeskpilotError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        performed.append(step)
+        await ctx.run_blocking(lambda: ctx.pause(0.3))  # the seeds' ui_settle_delay, only with seed delays on
     return RecoveryReport(performed, denied, error)

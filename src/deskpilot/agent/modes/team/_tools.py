@@ -1,10 +1,11 @@
 """The executor's tools as the shared loop runs them.
 
 Each seed tool becomes a :class:`deskpilot.agent.tools._core.Tool` with the seed's name and
-schema whose ``run`` parses the arguments into the variant's dataclass and then hands
-the physical part to the single mode's tools (same input thread, policy check, seed
-delays, chunked typing, result payloads). ``Session.act`` then settles, compares frames
-and records the call exactly as in single mode.
+schema whose ``run`` parses the arguments into the variant's dataclass (once: the outcome's
+``detail`` carries it to the engine's memory) and translates the physical part with the
+single mode's tools into one Action, which goes the one path of every action (policy
+check, input thread, seed delays, chunked typing). ``Session.act`` then settles, compares
+frames and records the call exactly as in single mode.
 
 Payloads carry the seeds' result strings under ``"result"`` ("Clicked: Save button",
 "Typed: hello", "Goal status: g1 -> DONE") so the memory can show them.
@@ -27,11 +28,11 @@ from deskpilot.agent.modes.team._variants import TeamVariant
 from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
-    ToolError,
     ToolOutcome,
     ToolSet,
     click_tool,
     drag_tool,
+    err_payload,
     key_tool,
     make_toolset,
     ok_payload,
@@ -56,9 +57,11 @@ def evidence_length(evidence: str) -> int:
     return len(evidence.strip())
 
 
-def _with_result(outcome: ToolOutcome, result: str) -> ToolOutcome:
+def _with_result(outcome: ToolOutcome, result: str, parsed: Any) -> ToolOutcome:
+    """The seed's result string, and the parsed arguments the engine keeps (``detail``)."""
     if outcome.ok:
         outcome.payload["result"] = result
+    outcome.detail = parsed
     return outcome
 
 
@@ -73,7 +76,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
             outcome = await base.run(
                 ctx, {"label": parsed.target, "box": parsed.position.as_list()}
             )
-            return _with_result(outcome, f"{verb}: {parsed.target}")
+            return _with_result(outcome, f"{verb}: {parsed.target}", parsed)
 
         return run_click
     if kind == "drag":
@@ -89,7 +92,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
                     "label": parsed.target,
                 },
             )
-            return _with_result(outcome, f"Dragged: {parsed.target}")
+            return _with_result(outcome, f"Dragged: {parsed.target}", parsed)
 
         return run_drag
     if kind == "type":
@@ -98,7 +101,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
         async def run_type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
             parsed = cast(TextArgs, spec.parse(args))
             outcome = await typer.run(ctx, {"text": parsed.text})
-            return _with_result(outcome, f"Typed: {parsed.text[:50]}")
+            return _with_result(outcome, f"Typed: {parsed.text[:50]}", parsed)
 
         return run_type
     if kind == "key":
@@ -107,7 +110,7 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
         async def run_key(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
             parsed = cast(KeyArgs, spec.parse(args))
             outcome = await presser.run(ctx, {"key": parsed.key})
-            return _with_result(outcome, f"Pressed key: {parsed.key}")
+            return _with_result(outcome, f"Pressed key: {parsed.key}", parsed)
 
         return run_key
     if kind in ("scroll_down", "scroll_up"):
@@ -115,12 +118,12 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
         direction = "down" if kind == "scroll_down" else "up"
 
         async def run_scroll(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
-            spec.parse(args)
+            parsed = spec.parse(args)
             # The seeds scroll one notch (wheel delta 120) at the centre of the screen.
             outcome = await scroller.run(
                 ctx, {"box": [500, 500], "direction": direction, "amount": 1}
             )
-            return _with_result(outcome, f"Scrolled {direction}")
+            return _with_result(outcome, f"Scrolled {direction}", parsed)
 
         return run_scroll
     if kind == "progress":
@@ -132,7 +135,8 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
                     result=f"Goal status: {parsed.goal} -> {parsed.state}",
                     goal=parsed.goal,
                     status=parsed.state,
-                )
+                ),
+                detail=parsed,
             )
 
         return run_progress
@@ -142,13 +146,18 @@ def _make_run(spec: ToolSpec, min_evidence: int) -> Any:
             parsed = cast(CompletionArgs, spec.parse(args))
             length = evidence_length(parsed.evidence)
             if length < min_evidence:
-                raise ToolError(
-                    INSUFFICIENT_EVIDENCE,
-                    f"completion refused: evidence has {length} characters, at least {min_evidence} are "
-                    "needed. Describe what the screenshot shows that proves the whole task is done, "
-                    "or keep working.",
+                # A refusal of what the arguments say, not of how they are written: the
+                # parsed call stays with it.
+                return ToolOutcome(
+                    err_payload(
+                        INSUFFICIENT_EVIDENCE,
+                        f"completion refused: evidence has {length} characters, at least {min_evidence} are "
+                        "needed. Describe what the screenshot shows that proves the whole task is done, "
+                        "or keep working.",
+                    ),
+                    detail=parsed,
                 )
-            return ToolOutcome(ok_payload(result="Mission complete", evidence_chars=length))
+            return ToolOutcome(ok_payload(result="Mission complete", evidence_chars=length), detail=parsed)
 
         return run_complete
     raise ValueError(f"{spec.name}: {kind!r} is not an executor tool kind")
