@@ -1,6 +1,12 @@
-"""One MCP session end to end on the Windows backends: ``deskpilot mcp`` started by the official
-SDK's stdio client, GDI capture, SendInput, at the tier's 125 % scaling, against the demo's Tk
-app run by the same Windows interpreter.
+"""One MCP session end to end on the Windows backends: the ``deskpilot mcp`` server (its
+desktop with GDI capture and SendInput, its tools, its guard and run directory) driven by the
+official SDK's client, at the tier's 125 % scaling, against the demo's Tk app run by the same
+Windows interpreter.
+
+The client talks to the server in process (the SDK's in-memory transport): under Wine 8 the
+SDK's stdio client, which puts the server in a Win32 job object it terminates on close, takes
+the test process down with it (pytest ends without a report). The stdio transport itself is
+tested on X11 (tests/integration/test_mcp_stdio.py).
 
 The session takes a screenshot, clicks the documented pixel of the TARGET button (the image
 pixel (ix, iy) of a W x H screen shown as iw x ih is the physical pixel floor((ix + 0.5) *
@@ -52,18 +58,16 @@ def _documented(frame: dict[str, Any], ix: int, iy: int) -> tuple[int, int]:
 
 
 async def _session(app: Any, runs: Path) -> dict[str, Any]:
-    from mcp import ClientSession, StdioServerParameters, stdio_client
+    from mcp import Client
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        # 960x540: the image is half the physical screen, so the mapping is exercised.
-        args=["-m", "deskpilot", "mcp", "--runs-dir", str(runs), "--image-size", "960x540"],
-        env=dict(os.environ),
-        cwd=str(runs.parent),
-    )
+    from deskpilot.agent import load_config
+    from deskpilot.mcp import Desktop, DesktopOptions, build_server
+
+    # 960x540: the image is half the physical screen, so the mapping is exercised.
+    config = load_config(flags={"run.runs_dir": str(runs), "run.quiet": True}, search_default=False)
     seen: dict[str, Any] = {}
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
+    async with Desktop.open(config, DesktopOptions(max_image=(960, 540))) as desktop, \
+            Client(build_server(desktop)) as session:
         shot = await session.call_tool("screenshot", {})
         assert not shot.is_error, shot
         frame = seen["frame"] = _meta(shot)
@@ -87,7 +91,7 @@ async def _session(app: Any, runs: Path) -> dict[str, Any]:
     return seen
 
 
-def test_one_mcp_session_over_stdio(dpi_awareness: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_mcp_session(dpi_awareness: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from wine import tk_entry_text
 
     from deskpilot.testing._demo import DemoApp

@@ -6,9 +6,10 @@ safety guard built by :func:`deskpilot.agent._run.build_guard` (policy, kill swi
 window rules), a :class:`~deskpilot.agent._session.Session` for the settle, the change
 detection and the turn records, and a run directory (every tool call one turn).
 
-Every input goes through :meth:`Desktop._act`: the policy checks exactly the
-:data:`~deskpilot.actions.Action` that is then performed, on the input thread. Nothing
-else in this package sends input.
+Every input goes through :meth:`Desktop._act`, which hands the typed
+:data:`~deskpilot.actions.Action` to the agent's one path (:func:`deskpilot.agent.tools.act`):
+the policy checks exactly the action that is then performed, on the input thread, and the
+turn records the action as sent. Nothing else in this package sends input.
 
 The MCP SDK is not imported here (:mod:`deskpilot.mcp._server` binds these operations to
 tools), so a change of SDK line touches one file.
@@ -39,15 +40,15 @@ from deskpilot._errors import (
     RunInterrupted,
 )
 from deskpilot._version import __version__
-from deskpilot.actions import Action, TypeText
+from deskpilot.actions import Action
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._limits import resolve_limits
 from deskpilot.agent._screen import CapturerScreen, Screen, Shot, change_box, expand_rect
 from deskpilot.agent._session import NullReporter, Session, ThreadBound, Turn
 from deskpilot.agent.client._chat import ChatClient
+from deskpilot.agent.tools import act
 from deskpilot.agent.tools._core import Hands, ToolContext, err_payload, key_names
 from deskpilot.geometry import Mapping, Rect
-from deskpilot.input import perform
 from deskpilot.rundir._records import Summary
 from deskpilot.rundir._writer import RunLog
 from deskpilot.safety import SafetyGuard
@@ -570,32 +571,19 @@ class Desktop:
                     self._close(turn, turn.record.get("result") or {"ok": True})
 
     # ------------------------------------------------------------------ the one place input is sent
-    async def _act(self, action: Action) -> dict[str, Any]:
-        """Check ``action`` with the policy, then perform exactly it on the input thread.
-
-        The only function of this package that causes input. Typing goes in chunks with
-        the stop flag checked between them (a stop or a disconnect ends it within one)."""
+    async def _act(self, action: Action) -> tuple[Action, dict[str, Any]]:
+        """Send ``action`` through the agent's one path (:func:`deskpilot.agent.tools.act`):
+        the policy checks exactly the action that is then performed on the input thread
+        (a text in chunks, the stop flag checked between them). The only place this
+        package causes input. Returns the action as sent and what the client is told."""
         ctx = self.ctx
         assert ctx is not None
         if self.stopped:
             raise RunInterrupted(f"the session was stopped: {self.stopped}", reason=self.stopped)
-        await ctx.acheck_policy(action)
-        if isinstance(action, TypeText):
-            text, size, typed = action.text, max(1, ctx.type_chunk), [0]
-
-            def type_all() -> None:
-                for start in range(0, len(text), size):
-                    if ctx.stop.is_set():
-                        return
-                    chunk = text[start : start + size]
-                    ctx.hands.type_text(chunk)
-                    typed[0] += len(chunk)
-                ctx.hands.sync()
-
-            await ctx.run_blocking(type_all)
-            return {"typed": typed[0], **({"interrupted": True} if typed[0] < len(text) else {})}
-        await ctx.run_blocking(lambda: perform(ctx.hands, action, stop=ctx.stop))
-        return {}
+        performed = await act(ctx, action, pauses=False)
+        if performed.typed is None:
+            return performed.action, {}
+        return performed.action, {"typed": performed.typed, **({"interrupted": True} if performed.interrupted else {})}
 
     async def act(
         self, turn: Turn, actions: Sequence[Action], *, screenshot_after: bool, max_bytes: int | None = None
@@ -619,8 +607,9 @@ class Desktop:
         records = []
         try:
             for action in actions:
-                payload.update(await self._act(action))
-                records.append(action.to_record())
+                sent, told = await self._act(action)
+                payload.update(told)
+                records.append(sent.to_record())
         except ActionDeniedError as exc:
             if records:
                 # A sequence stops at its first denied action; the client learns what was sent.
