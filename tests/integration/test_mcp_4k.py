@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _mcp import McpClient, error_text, image_b64_len, meta, png_of, result_bytes, server_command, stdio
+from _mcp import (
+    McpClient,
+    error_text,
+    image_b64_len,
+    meta,
+    png_of,
+    result_bytes,
+    server_command,
+    stdio,
+)
 from apps.harness import TargetApp
 from PIL import Image
 
