@@ -498,12 +498,7 @@ def main(argv: list[str]) -> int:
     )
     args = argv or DEFAULT_TESTS
     env = wine_env(prefix)
-    # pywin32 (the MCP SDK's on Windows) puts win32 and win32\lib on sys.path with a .pth file,
-    # which only a site directory reads: PYTHONPATH names them itself.
-    pywin32 = [site_packages / "win32", site_packages / "win32" / "lib"]
-    env["PYTHONPATH"] = ";".join(
-        [winpath(site), winpath(site_packages), *(winpath(p) for p in pywin32 if p.is_dir())]
-    )
+    env["PYTHONPATH"] = ";".join([winpath(site), winpath(site_packages)])
     env["PYTHONUTF8"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.setdefault("DESKPILOT_REQUIRE_NATIVE", "1")

@@ -309,3 +309,37 @@ def test_every_call_is_a_turn_of_the_run_directory(client: McpClient, runs_dir: 
     assert sum("action" in t for t in denied) == 1  # the sequence that sent shift+b before its denial
     shots = [t["observation"]["screenshot"] for t in turns if "observation" in t]
     assert shots and all((run_dir / s).is_file() for s in shots)
+
+
+def test_a_recorded_session_replays_and_reports(target_app: TargetApp, tmp_path: Path) -> None:
+    """A short session of its own: once the client has gone, ``deskpilot replay`` plays its
+    calls again (recorded screens, dry input) and finds no difference; ``deskpilot report``
+    draws it."""
+    from deskpilot.agent import validate_run_dir
+    from deskpilot.cli import main
+    from deskpilot.replay import replay_run
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    session = stdio(server_command(runs))
+    try:
+        shot = meta(session.call("screenshot", {"max_width": 960, "max_height": 540}))
+        ix, iy = image_point(shot, *target_app.center("entry"))
+        assert not session.call("click", {"x": ix, "y": iy, "frame": shot["frame"]}).is_error
+        assert not session.call("type_text", {"text": "naïve café ✓"}).is_error
+        assert session.call("press_keys", {"keys": "alt+f4"}).is_error
+        assert session.call("click", {"x": 5000, "y": 1}).is_error
+        assert not session.call("press_keys", {"keys": ["ctrl+a", "delete"]}).is_error
+    finally:
+        session.close()
+    (run_dir,) = runs.iterdir()
+    assert validate_run_dir(run_dir) == []
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert summary["mode"] == "mcp" and summary["outcome"] == "answered" and summary["totals"]["tool_calls"] == 6
+    result = replay_run(run_dir)
+    assert result.ok, [d.describe() for d in result.divergences]
+    assert [t["tool_call"]["name"] for t in result.replayed_turns] == [
+        "screenshot", "click", "type_text", "press_keys", "click", "press_keys"]
+    assert main(["report", str(run_dir)]) == 0
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "naïve café ✓" in html and "press_keys" in html

@@ -57,7 +57,21 @@ def _documented(frame: dict[str, Any], ix: int, iy: int) -> tuple[int, int]:
     return left + math.floor((ix + 0.5) * width / iw), top + math.floor((iy + 0.5) * height / ih)
 
 
+def _pywin32_on_path() -> None:
+    """pywin32 (the SDK's on Windows) adds win32 and win32\\lib to sys.path with its .pth file,
+    which only a site directory reads; the Windows tier puts its packages on PYTHONPATH. Do
+    what the .pth does, at the end of sys.path (ahead of the standard library, as PYTHONPATH
+    would put them, they upset pytest's own output under Wine)."""
+    for entry in list(sys.path):
+        if entry and os.path.isfile(os.path.join(entry, "pywin32.pth")):
+            for sub in ("win32", os.path.join("win32", "lib")):
+                path = os.path.join(entry, sub)
+                if os.path.isdir(path) and path not in sys.path:
+                    sys.path.append(path)
+
+
 async def _session(app: Any, runs: Path) -> dict[str, Any]:
+    _pywin32_on_path()
     from mcp import Client
 
     from deskpilot.agent import load_config
