@@ -478,7 +478,10 @@ class Desktop:
                     "too_large", f"no image of this screen fits in max_bytes={max_bytes} (tried down to {width}x{height})"
                 )
             factor = max(0.5, min(0.9, math.sqrt(max_bytes / _b64_len(png)) * 0.95))
-            size = (max(MIN_IMAGE_EDGE, int(width * factor)), max(MIN_IMAGE_EDGE, int(height * factor)))
+            # Both sides by the same factor (the aspect ratio is the client's geometry), the
+            # shorter no smaller than MIN_IMAGE_EDGE.
+            factor = max(factor, MIN_IMAGE_EDGE / min(width, height))
+            size = (max(1, round(width * factor)), max(1, round(height * factor)))
             rgb = np.ascontiguousarray(imaging.downscale(rgb, size))
             mapping = Mapping(mapping.area, size[0], size[1])
             shrunk = True
