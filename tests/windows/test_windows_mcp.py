@@ -1,17 +1,14 @@
-"""One MCP session end to end on the Windows backends: the ``deskpilot mcp`` server (its
-desktop with GDI capture and SendInput, its tools, its guard and run directory) driven by the
-official SDK's client, at the tier's 125 % scaling, against the demo's Tk app run by the same
-Windows interpreter.
+"""MCP sessions end to end on the Windows backends (GDI capture, SendInput, the tier's 125 %
+scaling) against the demo's Tk app run by the same Windows interpreter, with the official
+SDK's clients:
 
-The client talks to the server in process (the SDK's in-memory transport): under Wine 8 the
-SDK's stdio client, which puts the server in a Win32 job object it terminates on close, takes
-the test process down with it (pytest ends without a report). The stdio transport itself is
-tested on X11 (tests/integration/test_mcp_stdio.py).
-
-The session takes a screenshot, clicks the documented pixel of the TARGET button (the image
-pixel (ix, iy) of a W x H screen shown as iw x ih is the physical pixel floor((ix + 0.5) *
-W / iw)), types Unicode text into the field and is refused a denied combo (alt+f4), which
-leaves the app running.
+* ``test_deskpilot_mcp_over_stdio``: ``deskpilot mcp`` started by the SDK's stdio client, as a
+  client's configuration starts it (a Windows process on pipes);
+* ``test_one_mcp_session``: the server in process (the SDK's in-memory transport), which lets
+  the test read its records: a screenshot, a click on the documented pixel of the TARGET
+  button (image pixel (ix, iy) of a W x H screen shown as iw x ih is the physical pixel
+  floor((ix + 0.5) * W / iw)), Unicode text into the field, a denied combo (alt+f4) that
+  leaves the app running, the run directory.
 """
 
 from __future__ import annotations
@@ -60,8 +57,7 @@ def _documented(frame: dict[str, Any], ix: int, iy: int) -> tuple[int, int]:
 def _pywin32_on_path() -> None:
     """pywin32 (the SDK's on Windows) adds win32 and win32\\lib to sys.path with its .pth file,
     which only a site directory reads; the Windows tier puts its packages on PYTHONPATH. Do
-    what the .pth does, at the end of sys.path (ahead of the standard library, as PYTHONPATH
-    would put them, they upset pytest's own output under Wine)."""
+    what the .pth does (a pip-installed deskpilot gets it from site-packages)."""
     for entry in list(sys.path):
         if entry and os.path.isfile(os.path.join(entry, "pywin32.pth")):
             for sub in ("win32", os.path.join("win32", "lib")):
@@ -136,3 +132,48 @@ def test_one_mcp_session(dpi_awareness: Any, tmp_path: Path, monkeypatch: pytest
                                   "button": "left", "count": 1}
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["mode"] == "mcp" and summary["outcome"] == "answered"
+
+
+async def _stdio_session(app: Any, runs: Path) -> dict[str, Any]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = dict(os.environ)
+    # The server process reads pywin32's directories from PYTHONPATH (see _pywin32_on_path).
+    extra = [p for p in sys.path if p.endswith(("win32", os.path.join("win32", "lib")))]
+    env["PYTHONPATH"] = os.pathsep.join([env.get("PYTHONPATH", ""), *extra]).strip(os.pathsep)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "deskpilot", "mcp", "--runs-dir", str(runs), "--image-size", "960x540"],
+        env=env,
+        cwd=str(runs.parent),
+    )
+    seen: dict[str, Any] = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        frame = seen["frame"] = _meta(await session.call_tool("screenshot", {}))
+        x, y, w, h = app.widgets["target"]
+        ix, iy = _image_point(frame, x + w // 2, y + h // 2)
+        seen["target_pixel"] = _documented(frame, ix, iy)
+        click = await session.call_tool("click", {"x": ix, "y": iy, "frame": frame["frame"]})
+        assert not click.is_error, _error(click)
+        seen["denied"] = _error(await session.call_tool("press_keys", {"keys": "alt+f4"}))
+    return seen
+
+
+def test_deskpilot_mcp_over_stdio(dpi_awareness: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``deskpilot mcp`` as a client starts it: a Windows process on pipes, the SDK's stdio client."""
+    from deskpilot.testing._demo import DemoApp
+
+    _pywin32_on_path()
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with DemoApp(tmp_path / "events.jsonl", timeout=180) as app:
+        seen = asyncio.run(asyncio.wait_for(_stdio_session(app, runs), 480))
+        clicked = app.wait_for(lambda r: r["type"] == "target_clicked", timeout=10)
+        assert (clicked["x"], clicked["y"]) == seen["target_pixel"]
+        assert "policy_denied" in seen["denied"]
+        assert app.proc.poll() is None
+    (run_dir,) = runs.iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    assert summary["mode"] == "mcp"

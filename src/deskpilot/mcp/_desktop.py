@@ -667,6 +667,9 @@ class Desktop:
         turn.record["result"] = {"ok": True}
         if region is None:
             shot = await session.capture(turn, settle_first=False)
+            if shot.cursor is not None:
+                # Where the pointer was (a replay puts its dry pointer there: the frame shows it).
+                turn.record["result"]["pointer"] = list(shot.cursor)
             return await self._image(turn, shot, max_bytes)
         screen = session.screen
         area: Rect = getattr(screen, "area", None) or self.ctx.mapping.area  # type: ignore[union-attr]

@@ -50,6 +50,16 @@ def _calls(recording: Recording, until: int | None) -> list[tuple[int, str, dict
     return out
 
 
+def _pointers(recording: Recording) -> dict[int, tuple[int, int]]:
+    """Turn -> where a screenshot found the pointer (``result.pointer``)."""
+    out = {}
+    for record in recording.turns():
+        pointer = (record.get("result") or {}).get("pointer")
+        if isinstance(pointer, list) and len(pointer) == 2 and all(isinstance(v, int) for v in pointer):
+            out[int(record["turn"])] = (pointer[0], pointer[1])
+    return out
+
+
 async def _play(recording: Recording, config: Any, options: ReplayOptions, runs_dir: Path, notes: list[str]) -> Path:
     from mcp import Client
 
@@ -68,10 +78,10 @@ async def _play(recording: Recording, config: Any, options: ReplayOptions, runs_
         run_name="replay",
     )
     screen: RecordedScreen | None = None
+    hands: list[Any] = []
     hands_factory = screen_factory = None
     if options.input == "dry":
         area = _area(recording)
-        hands: list[Any] = []
 
         def pointer() -> tuple[int, int] | None:
             # Where the dry hands put the pointer: the recorded frames have it drawn there.
@@ -99,9 +109,13 @@ async def _play(recording: Recording, config: Any, options: ReplayOptions, runs_
         desktop_options.watch_desktop = False
     async with Desktop.open(config, desktop_options, hands_factory=hands_factory, screen_factory=screen_factory) as desktop:
         async with Client(build_server(desktop)) as client:
+            pointers = _pointers(recording)
             for turn, name, arguments in _calls(recording, options.until):
                 if screen is not None:
                     screen.advance(turn)
+                    if turn in pointers and hands:
+                        # The user moved the pointer between calls: the recorded frame shows it there.
+                        hands[0].move(*pointers[turn])
                 await client.call_tool(name, arguments)
         run_dir = Path(desktop.run_dir)
     return run_dir
