@@ -163,6 +163,43 @@ WINE_COPYFILE2_PTH = (
 )
 
 
+# Rust's standard library (1.78+) draws random bytes with bcryptprimitives.dll!ProcessPrng, a
+# DLL Wine 8 lacks: every Rust-built extension fails to load ("DLL load failed ... Module not
+# found"), pydantic-core (the MCP SDK's) among them. Windows 10+ has it. The tier puts a
+# one-function stand-in next to python.exe (the application directory, searched for every
+# extension's dependencies) that answers through advapi32's RtlGenRandom, as Wine 9 does.
+BCRYPTPRIMITIVES_C = r"""
+#include <windows.h>
+BOOLEAN WINAPI SystemFunction036(PVOID buffer, ULONG length); /* RtlGenRandom */
+__declspec(dllexport) BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T size) {
+    while (size) {
+        ULONG n = size > 0x10000000 ? 0x10000000 : (ULONG)size;
+        if (!SystemFunction036(data, n)) return FALSE;
+        data += n;
+        size -= n;
+    }
+    return TRUE;
+}
+"""
+
+
+def wine_bcryptprimitives(python_home: Path) -> None:
+    """The ProcessPrng stand-in above, built once into the interpreter's directory."""
+    target = python_home / "bcryptprimitives.dll"
+    if target.exists():
+        return
+    cc = shutil.which("x86_64-w64-mingw32-gcc-posix") or shutil.which("x86_64-w64-mingw32-gcc")
+    if cc is None:
+        raise SystemExit("x86_64-w64-mingw32-gcc not found (apt-get install gcc-mingw-w64-x86-64-posix)")
+    log("building the bcryptprimitives.dll stand-in (ProcessPrng) for Rust-built extensions")
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "bcryptprimitives.c"
+        source.write_text(BCRYPTPRIMITIVES_C)
+        built = Path(tmp) / "bcryptprimitives.dll"
+        run([cc, "-shared", "-O2", "-s", "-o", str(built), str(source), "-ladvapi32", "-static-libgcc"])
+        shutil.copyfile(built, target)
+
+
 def fresh_interpreter(python_home: Path, dest: Path) -> Path:
     """A private copy of the Windows interpreter at ``dest`` (its own site-packages, its own
     pip), with the one Wine gap above bridged by a .pth file in its site-packages."""
@@ -451,6 +488,7 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     cache = cache_root()
     python_home = interpreter(cache)
+    wine_bcryptprimitives(python_home)
     site_packages = packages(cache)
     core = build_core(cache, python_home)
     prefix = wine_prefix(cache)

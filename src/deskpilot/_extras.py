@@ -7,7 +7,7 @@ from __future__ import annotations
 __all__ = ["EXTRA_OF_MODULE", "missing_extra_message"]
 
 #: Top-level module -> the extra in pyproject.toml's [project.optional-dependencies] that
-#: installs it. ``agent`` includes ``panel`` and ``replay``.
+#: installs it. ``agent`` includes ``panel``, ``replay`` and ``mcp``.
 EXTRA_OF_MODULE: dict[str, str] = {
     "httpx": "agent",
     "httpcore": "agent",
@@ -18,6 +18,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "starlette": "panel",
     "uvicorn": "panel",
     "PIL": "replay",
+    "mcp": "mcp",
 }
 
 

@@ -31,6 +31,7 @@ COMMANDS: tuple[str, ...] = (
     "doctor",
     "testserver",
     "panel",
+    "mcp",
     "replay",
     "report",
     "eval",

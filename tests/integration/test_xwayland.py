@@ -151,6 +151,16 @@ def test_panel_refuses_on_xwayland_before_serving(weston: WestonSession, tmp_pat
     assert "panel" not in proc.stdout  # no "panel at http://..." line: nothing was served
 
 
+def test_mcp_server_refuses_on_xwayland_before_serving(weston: WestonSession, tmp_path: Path) -> None:
+    """``deskpilot mcp`` (stdio) refuses before the transport opens: a client never gets a
+    black screenshot, and no session is recorded."""
+    runs = tmp_path / "runs"
+    proc = deskpilot("mcp", "--runs-dir", str(runs), env=session_env(weston.env()), cwd=tmp_path)
+    assert_refused(proc, weston.x_display)
+    assert not runs.exists()
+    assert proc.stdout == ""  # not one JSON-RPC byte on the stdio transport
+
+
 def test_the_library_run_refuses_on_xwayland(weston: WestonSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``run_agent`` with the default screen refuses too (the MCP server and other callers)."""
     from deskpilot.agent import load_config, run_agent

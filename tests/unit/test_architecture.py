@@ -41,6 +41,7 @@ FLOORS: dict[str, int] = {
     "rundir": 4,
     "agent": 5,
     "testing": 6,
+    "mcp": 6,
     "replay": 7,
     "report": 8,
     "eval": 9,

@@ -30,7 +30,8 @@ EXTRAS: dict[str, list[str]] = PYPROJECT["project"]["optional-dependencies"]
 
 #: What the agent, the panel and replay bring, and what those pull in themselves.
 HEAVY = ("httpx", "httpcore", "h11", "anyio", "sniffio", "starlette", "uvicorn", "click",
-         "rich", "pygments", "markdown_it", "PIL", "pybase64", "tomli")
+         "rich", "pygments", "markdown_it", "PIL", "pybase64", "tomli", "mcp", "mcp_types", "pydantic",
+         "httpx2")
 
 BLOCKER = """\
 import importlib.abc
@@ -112,6 +113,7 @@ def test_agent_extra_includes_panel_and_replay() -> None:
     # the README's agent install is one line: `agent` brings the panel and replay too
     assert set(EXTRAS["panel"]) <= set(EXTRAS["agent"])
     assert set(EXTRAS["replay"]) <= set(EXTRAS["agent"])
+    assert set(EXTRAS["mcp"]) <= set(EXTRAS["agent"])
     for suite in ("test", "bench"):
         assert "deskpilot[agent]" in EXTRAS[suite], suite
 
@@ -135,8 +137,9 @@ def test_help_works_without_any_extra(tmp_path: Path) -> None:
         (("run", "--dry-run", "Open the editor"), ("httpx",), "agent"),
         (("doctor", "--no-model"), HEAVY, "agent"),
         (("panel", "--help"), HEAVY, "agent"),
+        (("mcp", "--dry-run"), ("mcp",), "mcp"),
     ],
-    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only"],
+    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only", "mcp-no-sdk"],
 )
 def test_a_command_without_its_extra_names_it(
     tmp_path: Path, args: tuple[str, ...], blocked: tuple[str, ...], extra: str

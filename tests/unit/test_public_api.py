@@ -302,6 +302,16 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "parse_combo",
         "perform",
     ],
+    "deskpilot.mcp": [
+        "DEFAULT_MAX_BYTES",
+        "DEFAULT_MAX_IMAGE",
+        "TOOL_NAMES",
+        "Desktop",
+        "DesktopOptions",
+        "ServeOptions",
+        "build_server",
+        "serve",
+    ],
     "deskpilot.panel": [
         "MAX_ANNOTATED_BYTES",
         "MAX_INJECT_BYTES",

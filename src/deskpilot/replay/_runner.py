@@ -387,6 +387,14 @@ def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> Rep
     if any(r.get("next") == "injected" for r in recording.turns()):
         notes.append("the run received model outputs injected through the panel mid-run: the replay sends requests instead")
 
+    if recording.mode == "mcp":
+        # An MCP session: the client's calls are sent again (no model answers to play).
+        from deskpilot.replay._mcp import replay_mcp
+
+        return replay_mcp(
+            recording, options, notes,
+            lambda runs: _replay_config(recording, "http://127.0.0.1:9/v1/chat/completions", runs, options, notes),
+        )
     temporary = options.out_dir is None
     runs_dir = Path(tempfile.mkdtemp(prefix="deskpilot-replay-")) if temporary else Path(options.out_dir)  # type: ignore[arg-type]
     checks: list[ScreenCheck] = []

@@ -262,6 +262,8 @@ class RunInfo(TypedDict, total=False):
     imaging_backend: str
     started: float
     pid: int
+    #: ``deskpilot mcp`` sessions: the server's own settings (coordinates, image size cap, ...).
+    mcp: dict[str, Any]
 
 
 class TotalsRecord(TypedDict, total=False):
