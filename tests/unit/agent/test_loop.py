@@ -467,6 +467,7 @@ def test_the_settle_waits_for_a_late_reaction_and_a_pointer_move_is_no_reaction(
     on_target = [(t.left + t.width // 2) * 1000 // 1920, (t.top + t.height // 2) * 1000 // 1080]
     script = [
         Reply(tool_calls=[("click_element", {"label": "TARGET", "box": on_target})]),
+        Reply(tool_calls=[("type_text", {"text": "abc"})]),  # drawn at once, during the action
         # The background: the first click takes the focus from the field (a change), the second
         # only moves the pointer.
         Reply(tool_calls=[("click_element", {"label": "background", "box": [50, 50]})]),
@@ -478,7 +479,7 @@ def test_the_settle_waits_for_a_late_reaction_and_a_pointer_move_is_no_reaction(
         timer.join()
     assert result.outcome == "answered", result.error
     turns = check_run_dir(result)
-    late, nothing = turns[1], turns[3]
+    late, typed, nothing = turns[1], turns[2], turns[4]
     # The reaction came 80 ms after the click: waited for, and the image shows it.
     assert late["result"]["changed"] is True
     assert late["settle"]["ended"] == "quiet" and late["settle"]["first_reaction_ms"] >= 70
@@ -487,6 +488,10 @@ def test_the_settle_waits_for_a_late_reaction_and_a_pointer_move_is_no_reaction(
     with Image.open(result.run_dir / late["observation"]["screenshot"]) as img:
         x, y = (t.left + 10) * img.width // 1920, (t.top + 10) * img.height // 1080
         assert img.convert("RGB").getpixel((x, y)) == CLICKED_RGB
+    # The typing was on screen at the first look, but this app's frames came 80 ms after
+    # its input: the settle gave the last character that long (and a quiet interval).
+    assert typed["settle"]["first_reaction_ms"] == 0 and typed["result"]["changed"] is True
+    assert typed["settle"]["waited_ms"] >= late["settle"]["first_reaction_ms"] + typed["settle"]["quiet_ms"]
     # The pointer moved, nothing else: no reaction within the bound, reported unchanged.
     assert nothing["settle"]["ended"] == "no_reaction" and nothing["settle"]["waited_ms"] >= 300
     assert nothing["result"]["changed"] is False and nothing["result"]["pointer_moved_only"] is True
