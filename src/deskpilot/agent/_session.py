@@ -43,7 +43,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -108,6 +108,12 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+
+#: How many recent input-to-frame delays the settle's latency estimate spans.
+LATENCY_SAMPLES = 5
+#: An action this short whose reaction was already on screen when the settle began says
+#: the app draws its reaction at once (a delay of 0): a click or a key, not a long typing.
+QUICK_ACTION_S = 0.02
 
 
 @dataclass(slots=True)
@@ -242,16 +248,28 @@ class Session:
         self._capture = capture
         loop = config.agent
         if loop.settle == "adaptive":
-            self.settle_policy = SettlePolicy("adaptive", loop.settle_min, loop.settle_max, loop.settle_poll)
+            self.settle_policy = SettlePolicy(
+                "adaptive",
+                loop.settle_min,
+                loop.settle_max,
+                loop.settle_poll,
+                first_reaction_s=min(loop.settle_first_reaction, loop.settle_max),
+                frame_s=loop.settle_frame,
+            )
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(limits.no_effect_repeats)
+        #: The app's input-to-frame delays seen by the last settles after an action (see
+        #: :meth:`_note_reaction`): the settle's latency estimate is their maximum.
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         #: Drawing notifications to settle on (X11 DAMAGE), or None to poll; the run
         #: opens them once the session exists (and :meth:`wind_down` closes them).
         self.damage: DamageSource | None = None
         #: What the adaptive settle waits on: "damage", or "poll" (with the reason when
         #: DAMAGE was wanted but could not be had).
         self.settle_signal = "poll"
+        #: When the last settle on :attr:`damage` ended (the source drained up to then).
+        self._damage_drained_at: float | None = None
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
@@ -546,11 +564,15 @@ class Session:
         connection, GDI DC): every capture call of the run goes there."""
         return await self._capture.call(fn)
 
-    async def settle_on(self, turn: Turn, grab: Callable[[], tuple[int, T]]) -> T:
+    async def settle_on(
+        self, turn: Turn, grab: Callable[[], tuple[int, T]], *, baseline: int | None = None
+    ) -> T:
         """Settle on frames a mode grabs itself: ``grab`` (run on the capture thread)
-        returns a frame and its digest, and the run's settle policy grabs until two
-        digests match. Time spent grabbing counts as ``capture``, the rest of the wait
-        as ``settle``; the turn record says how it settled. Returns the settled frame."""
+        returns a frame and its digest, and the run's settle policy grabs until the app
+        reacted (a digest other than ``baseline``, the one of the frame before the
+        action; None: no reaction to wait for) and the digests stopped changing. Time
+        spent grabbing counts as ``capture``, the rest of the wait as ``settle``; the
+        turn record says how it settled. Returns the settled frame."""
 
         async def probe() -> tuple[int, T]:
             started = time.perf_counter()
@@ -560,7 +582,7 @@ class Session:
 
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
-        result = await settle(probe, self.settle_policy)
+        result = await settle(probe, self.settle_policy, baseline)
         grabbed = turn.timer.phases.get("capture", 0.0) - before
         turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
         turn.record["settle"] = result.as_dict()
@@ -573,13 +595,15 @@ class Session:
             record["cursor_missing"] = problem
 
     # ------------------------------------------------------------------ screen
-    async def _probe(self, turn: Turn) -> tuple[Probe, Probe]:
+    # The settle compares a probe's pixel digest (no cursor in it: the pointer moving is
+    # not the app's reaction); the whole probe, pointer included, is its payload.
+    async def _probe(self, turn: Turn) -> tuple[int, Probe]:
         started = time.perf_counter()
         value = await self._capture.call(self.screen.probe)
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
-        return value, value
+        return value[0], value
 
-    async def _probe_prepared(self, turn: Turn) -> tuple[Probe, tuple[Probe, Shot | None]]:
+    async def _probe_prepared(self, turn: Turn) -> tuple[int, tuple[Probe, Shot | None]]:
         """A probe that also makes the image from its pixels, and starts encoding it,
         unless it shows what the last image showed: run speculatively while the damage
         settle waits out its quiet interval, so a settled screen is ready to send when
@@ -604,14 +628,16 @@ class Session:
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
         if shot is not None and self.config.agent.observe_after_action:
             self.prefetch_encode(shot)
-        return value, (value, shot)
+        return value[0], (value, shot)
 
-    async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
+    async def capture(self, turn: Turn, *, settle_first: bool = True, after_input: bool = False) -> Shot:
         """A full-view frame of the settled screen.
 
-        With ``settle_first`` the screen settles: on DAMAGE (:attr:`damage`) a quiet
-        interval with speculative probes that also make the image, else cheap probes
-        until two match (bounded by the settle policy); otherwise one probe. When the
+        With ``settle_first`` the screen settles (:mod:`._settle`): ``after_input``, the
+        app's first reaction to the action is waited for (pixels other than the last
+        full-view frame's), then a quiet interval; on DAMAGE (:attr:`damage`) with
+        speculative probes that also make the image, else by polling cheap probes
+        (bounded by the settle policy); otherwise one probe. When the
         settled probe equals the one of the last full-view frame, that frame is returned
         as is (no grab, and its PNG is already encoded); otherwise the image is made from
         the settled probe's pixels. Time spent probing and making the image counts as
@@ -623,18 +649,26 @@ class Session:
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
         damage = self.damage if settle_first and policy.mode == "adaptive" else None
+        last_probe = self.latest_full.probe if self.latest_full is not None else None
+        baseline = last_probe[0] if after_input and last_probe is not None else None
         prepared: Shot | None = None
+        latency = max(self._latencies) if after_input and self._latencies else None
         if damage is not None:
-            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage)
+            quiet_since = None if after_input else self._damage_drained_at
+            spec = await settle_on_damage(
+                lambda: self._probe_prepared(turn), policy, damage, baseline, latency_s=latency, quiet_since=quiet_since
+            )
+            self._damage_drained_at = time.perf_counter() if spec.damage is not None else None
             if spec.damage is None:  # the watcher failed: poll from now on
                 self._close_damage()
                 self.settle_signal = "poll (the DAMAGE connection failed)"
             result: SettleResult[Probe] = SettleResult(
-                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage
+                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage,
+                spec.first_reaction_s, spec.frames, spec.quiet_s, spec.ended,
             )
             prepared = spec.payload[1]
         else:
-            result = await settle(lambda: self._probe(turn), policy)
+            result = await settle(lambda: self._probe(turn), policy, baseline, latency_s=latency)
         # Speculative probes overlap the quiet wait: only the wall time counts, once.
         waited = (time.perf_counter() - started) * 1000
         probed = min(turn.timer.phases.get("capture", 0.0) - before, waited)
@@ -662,7 +696,7 @@ class Session:
     async def recapture(self, turn: Turn) -> None:
         """The screen changed outside a tool call (the team's loop recovery): settle now
         and show that frame at the next :meth:`observe`."""
-        self.settled = await self.capture(turn, settle_first=True)
+        self.settled = await self.capture(turn, settle_first=True, after_input=True)
 
     def wind_down(self) -> None:
         """The run is over: no encode in flight, no drawing notifications."""
@@ -794,10 +828,12 @@ class Session:
         speaking = speaking_toolset(tools, call.name, call.source)
         started = time.perf_counter()
         outcome = await execute_tool_call(speaking, call.name, call.arguments, self.ctx, parse_error=parse_error)
-        turn.timer.add("action", (time.perf_counter() - started) * 1000)
+        action_s = time.perf_counter() - started
+        turn.timer.add("action", action_s * 1000)
         self.count(tool_calls=1, tool_errors=0 if outcome.ok else 1)
         if outcome.acted:
-            shot = await self.capture(turn, settle_first=True)
+            shot = await self.capture(turn, settle_first=True, after_input=True)
+            self._note_reaction(turn.record.get("settle"), action_s)
             self.settled = shot
             if self.config.agent.observe_after_action:
                 self.prefetch_encode(shot)
@@ -821,6 +857,18 @@ class Session:
             turn.timer.add("settle", (time.perf_counter() - started) * 1000)
         self._record_call(turn, call, outcome, mapping_used, None if speaking is tools else speaking.name)
         return outcome
+
+    def _note_reaction(self, settle: Mapping[str, Any] | None, action_s: float) -> None:
+        """Learn the app's input-to-frame delay from a settle after an action: when its
+        first reaction came (after the start: the delay, at most), or 0 when a quick
+        action's reaction was already on screen at the first look."""
+        first = settle.get("first_reaction_ms") if settle else None
+        if not isinstance(first, (int, float)):
+            return  # no reaction, or no input to react to: nothing learned
+        if first > 0:
+            self._latencies.append(first / 1000)
+        elif action_s < QUICK_ACTION_S:
+            self._latencies.append(0.0)
 
     def _record_call(
         self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: MappingRecord, language: str | None

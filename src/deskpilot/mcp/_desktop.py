@@ -635,7 +635,8 @@ class Desktop:
                         "action": record,
                         "mapping": turn.record["mapping"],
                     })
-        shot = await session.capture(turn, settle_first=True)
+        # After input: wait for the app's first reaction, then its quiet (never an early frame).
+        shot = await session.capture(turn, settle_first=True, after_input=True)
         if before is None:
             changed_box: list[int] | None = [0, 0, 1000, 1000]
         elif shot is before:
