@@ -207,6 +207,20 @@ class ReactionsPage:
     def clear_log(self) -> None:
         self.browser.evaluate(self.session, "window.log = []; window.drawn = []; true")
 
+    def wait_idle(self, quiet_ms: float = 300.0, timeout: float = 3.0) -> bool:
+        """Wait until the page has drawn nothing and seen no event for ``quiet_ms`` (its
+        own clock); False when it was still busy after ``timeout`` seconds."""
+        expression = (
+            "(() => { const last = Math.max(0, ...window.drawn, ...window.log.map(e => e[1]));"
+            f" return performance.now() - last > {quiet_ms}; }})()"
+        )
+        deadline = time.monotonic() + timeout
+        while not self.browser.evaluate(self.session, expression):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def floor_ms(self) -> float | None:
         """The page's own reaction time since :meth:`clear_log`: from its first input
         event to the start of the last animation frame in which it drew something (its
