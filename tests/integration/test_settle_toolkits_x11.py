@@ -111,6 +111,7 @@ def test_an_action_without_effect_ends_at_the_first_reaction_bound(app: ToolkitA
     [check] = run_steps(tmp_path, [app.click("blank", changes=False)], cursor=True)
     assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, check.record["result"]
     assert check.settle.get("ended") == "no_reaction", check.settle
+    assert "first_reaction_ms" not in check.settle, check.settle
     assert mismatch(check) is None
 
 
