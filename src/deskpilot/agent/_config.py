@@ -199,19 +199,43 @@ class LoopSettings:
         help="fixed sleep after each step; unset: 0 with adaptive settle, 0.4 s with --settle fixed",
     )
     settle: str = setting("adaptive", env="AGENT_SETTLE", choices=("adaptive", "fixed", "none"))
-    settle_min: float = setting(0.0, env="AGENT_SETTLE_MIN", minimum=0.0)
-    settle_max: float = setting(1.5, env="AGENT_SETTLE_MAX", minimum=0.0)
+    settle_min: float = setting(
+        0.0,
+        env="AGENT_SETTLE_MIN",
+        minimum=0.0,
+        help="shortest adaptive settle (an app known to start drawing late)",
+    )
+    settle_max: float = setting(
+        1.5,
+        env="AGENT_SETTLE_MAX",
+        minimum=0.0,
+        help="longest adaptive settle: an animation that never stops ends here, marked still changing",
+    )
     settle_poll: float = setting(
         0.01,
         env="AGENT_SETTLE_POLL",
         minimum=0.0,
-        help="probe period of the polling settle, and the quiet interval (no drawing) of the DAMAGE settle",
+        help="probe period of the polling settle, and the shortest quiet interval (no drawing) of any settle",
+    )
+    settle_first_reaction: float = setting(
+        0.3,
+        env="AGENT_SETTLE_FIRST_REACTION",
+        minimum=0.0,
+        help="how long to wait for an app's first visible reaction to an action; an action "
+        "without visible effect costs this and is reported unchanged",
+    )
+    settle_frame: float = setting(
+        round(1 / 60, 4),
+        env="AGENT_SETTLE_FRAME",
+        minimum=0.0,
+        help="the app's frame interval assumed until its drawing shows its own; the quiet interval "
+        "is twice the longest frame gap seen (0: only the gaps seen, for apps that draw once)",
     )
     settle_signal: str = setting(
         "auto",
         env="AGENT_SETTLE_SIGNAL",
         choices=("auto", "damage", "poll"),
-        help="adaptive settle on X11 DAMAGE (quiet for settle_poll) where the server has it (auto), "
+        help="adaptive settle on X11 DAMAGE notifications where the server has them (auto), "
         "always (damage: an error without it) or by polling probes (poll)",
     )
     one_tool_call: bool = setting(True, env="AGENT_ONE_TOOL_CALL", help="reject extra calls per step")

@@ -240,7 +240,14 @@ class Session:
         self._capture = capture
         loop = config.agent
         if loop.settle == "adaptive":
-            self.settle_policy = SettlePolicy("adaptive", loop.settle_min, loop.settle_max, loop.settle_poll)
+            self.settle_policy = SettlePolicy(
+                "adaptive",
+                loop.settle_min,
+                loop.settle_max,
+                loop.settle_poll,
+                first_reaction_s=min(loop.settle_first_reaction, loop.settle_max),
+                frame_s=loop.settle_frame,
+            )
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(limits.no_effect_repeats)
@@ -544,11 +551,15 @@ class Session:
         connection, GDI DC): every capture call of the run goes there."""
         return await self._capture.call(fn)
 
-    async def settle_on(self, turn: Turn, grab: Callable[[], tuple[int, T]]) -> T:
+    async def settle_on(
+        self, turn: Turn, grab: Callable[[], tuple[int, T]], *, baseline: int | None = None
+    ) -> T:
         """Settle on frames a mode grabs itself: ``grab`` (run on the capture thread)
-        returns a frame and its digest, and the run's settle policy grabs until two
-        digests match. Time spent grabbing counts as ``capture``, the rest of the wait
-        as ``settle``; the turn record says how it settled. Returns the settled frame."""
+        returns a frame and its digest, and the run's settle policy grabs until the app
+        reacted (a digest other than ``baseline``, the one of the frame before the
+        action; None: no reaction to wait for) and the digests stopped changing. Time
+        spent grabbing counts as ``capture``, the rest of the wait as ``settle``; the
+        turn record says how it settled. Returns the settled frame."""
 
         async def probe() -> tuple[int, T]:
             started = time.perf_counter()
@@ -558,7 +569,7 @@ class Session:
 
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
-        result = await settle(probe, self.settle_policy)
+        result = await settle(probe, self.settle_policy, baseline)
         grabbed = turn.timer.phases.get("capture", 0.0) - before
         turn.timer.add("settle", max(0.0, (time.perf_counter() - started) * 1000 - grabbed))
         turn.record["settle"] = result.as_dict()
@@ -571,13 +582,15 @@ class Session:
             record["cursor_missing"] = problem
 
     # ------------------------------------------------------------------ screen
-    async def _probe(self, turn: Turn) -> tuple[Probe, Probe]:
+    # The settle compares a probe's pixel digest (no cursor in it: the pointer moving is
+    # not the app's reaction); the whole probe, pointer included, is its payload.
+    async def _probe(self, turn: Turn) -> tuple[int, Probe]:
         started = time.perf_counter()
         value = await self._capture.call(self.screen.probe)
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
-        return value, value
+        return value[0], value
 
-    async def _probe_prepared(self, turn: Turn) -> tuple[Probe, tuple[Probe, Shot | None]]:
+    async def _probe_prepared(self, turn: Turn) -> tuple[int, tuple[Probe, Shot | None]]:
         """A probe that also makes the image from its pixels, and starts encoding it,
         unless it shows what the last image showed: run speculatively while the damage
         settle waits out its quiet interval, so a settled screen is ready to send when
@@ -602,14 +615,16 @@ class Session:
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
         if shot is not None and self.config.agent.observe_after_action:
             self.prefetch_encode(shot)
-        return value, (value, shot)
+        return value[0], (value, shot)
 
-    async def capture(self, turn: Turn, *, settle_first: bool = True) -> Shot:
+    async def capture(self, turn: Turn, *, settle_first: bool = True, after_input: bool = False) -> Shot:
         """A full-view frame of the settled screen.
 
-        With ``settle_first`` the screen settles: on DAMAGE (:attr:`damage`) a quiet
-        interval with speculative probes that also make the image, else cheap probes
-        until two match (bounded by the settle policy); otherwise one probe. When the
+        With ``settle_first`` the screen settles (:mod:`._settle`): ``after_input``, the
+        app's first reaction to the action is waited for (pixels other than the last
+        full-view frame's), then a quiet interval; on DAMAGE (:attr:`damage`) with
+        speculative probes that also make the image, else by polling cheap probes
+        (bounded by the settle policy); otherwise one probe. When the
         settled probe equals the one of the last full-view frame, that frame is returned
         as is (no grab, and its PNG is already encoded); otherwise the image is made from
         the settled probe's pixels. Time spent probing and making the image counts as
@@ -621,18 +636,21 @@ class Session:
         before = turn.timer.phases.get("capture", 0.0)
         started = time.perf_counter()
         damage = self.damage if settle_first and policy.mode == "adaptive" else None
+        last_probe = self.latest_full.probe if self.latest_full is not None else None
+        baseline = last_probe[0] if after_input and last_probe is not None else None
         prepared: Shot | None = None
         if damage is not None:
-            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage)
+            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage, baseline)
             if spec.damage is None:  # the watcher failed: poll from now on
                 self._close_damage()
                 self.settle_signal = "poll (the DAMAGE connection failed)"
             result: SettleResult[Probe] = SettleResult(
-                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage
+                spec.payload[0], spec.digest, spec.polls, spec.stable, spec.waited_s, spec.damage,
+                spec.first_reaction_s, spec.frames, spec.quiet_s, spec.ended,
             )
             prepared = spec.payload[1]
         else:
-            result = await settle(lambda: self._probe(turn), policy)
+            result = await settle(lambda: self._probe(turn), policy, baseline)
         # Speculative probes overlap the quiet wait: only the wall time counts, once.
         waited = (time.perf_counter() - started) * 1000
         probed = min(turn.timer.phases.get("capture", 0.0) - before, waited)
@@ -790,7 +808,7 @@ class Session:
         turn.timer.add("action", (time.perf_counter() - started) * 1000)
         self.count(tool_calls=1, tool_errors=0 if outcome.ok else 1)
         if outcome.acted:
-            shot = await self.capture(turn, settle_first=True)
+            shot = await self.capture(turn, settle_first=True, after_input=True)
             self.settled = shot
             if self.config.agent.observe_after_action:
                 self.prefetch_encode(shot)

@@ -1,29 +1,52 @@
-"""Adaptive settle: wait until the screen stops changing instead of sleeping a fixed time.
+"""Adaptive settle: wait until the app has reacted to the input and finished drawing.
 
-The seeds sleep 60-120 ms after every action and 0.4 s after every step whether the
-screen changed or not. Here a *probe* (a cheap capture returning a frame digest and
-its payload) is polled every ``poll_s`` (start to start) until two consecutive probes
-match, bounded below by
-``min_s`` (some apps start repainting late) and above by ``max_s`` (a video or a
-blinking caret never settles). The last probe's payload is returned so the loop can
-reuse that frame as the next observation instead of capturing again.
+A screenshot taken before the app reacted (the previous frame sent again as "unchanged"),
+or in the middle of its reaction (half a smooth scroll, a checkbox without its tick), makes
+the model act on a screen that is not there. So a settle after an input has two parts:
 
-``mode="fixed"`` keeps the seeds' behaviour (sleep ``fixed_s``, then one probe) and
-``mode="none"`` probes once without waiting.
+1. **The first reaction.** The app draws its reaction a frame or more after the input
+   (Chromium: its next 16.7 ms frame, later on a loaded machine); "nothing drawn since the
+   input" does not mean "settled". The settle waits until the working area differs from
+   the frame before the action (the ``baseline`` digest), bounded by
+   ``first_reaction_s``: an action with no visible effect costs that bound and ends as
+   ``"no_reaction"`` (the screen honestly unchanged).
+2. **Quiet.** Then it waits until nothing has been drawn for a *quiet interval* longer
+   than the app's own frame interval, learned from the spacing of the drawing seen in
+   this settle: ``QUIET_FACTOR`` x the longest gap between two frames (drawing bursts),
+   never below ``frame_s`` (the frame interval assumed before a second frame shows the
+   app's own; a 60 Hz browser's next animation frame) nor ``poll_s``, at most
+   ``quiet_max_s``. An animation or a smooth scroll is waited out, up to ``max_s``; an
+   app that draws once costs one quiet interval; a spinner that never stops ends at
+   ``max_s`` as ``"max"``, the frame marked as still changing (``stable`` false).
 
-:func:`settle_on_damage` is the adaptive settle where the OS says when something was
-drawn (X11 DAMAGE, :mod:`deskpilot._x11._damage`): instead of grabbing the screen every
-``poll_s`` to see whether it still changes, it waits until no drawing has been reported
-for a quiet interval (``poll_s``, the same window two equal probes span), bounded by
-``min_s``/``max_s``. The one probe it needs is taken speculatively while it waits — at
-once, and again after each burst of damage — so when the quiet interval ends the
-settled frame is usually in hand already. A probe counts only if no damage arrived
-after it started. Polling remains the fallback (no DAMAGE, Windows, a broken watcher).
+Both parts look only at the working area and only at its pixels: a probe's digest has no
+cursor in it, so the pointer moving to the click point is not the app's reaction (the
+record's ``pointer_moved_only`` says when that was all).
+
+:class:`SettleWatch` is that decision, kept apart from waiting (times are given to it,
+so the unit tests drive it with a fake clock). Two drivers feed it:
+
+- :func:`settle` *polls*: a probe (a cheap capture returning a frame digest and its
+  payload) every ``poll_s``, start to start; a probe whose digest differs from the one
+  before is a frame. Windows (GDI), X11 without DAMAGE, any screen.
+- :func:`settle_on_damage` waits on *drawing notifications* (:class:`DamageSource`: X11
+  DAMAGE today, :mod:`deskpilot._x11._damage`; any backend that can say "something was
+  drawn on the working area" fits): notifications are frames, and a probe is taken
+  speculatively when the settle starts and after each burst of drawing, so the settled
+  frame is usually in hand when the quiet interval ends. A probe counts as the settled
+  frame only if nothing was drawn after it started. Before the first reaction a
+  notification only makes it look: drawing that leaves the pixels as they were (the
+  pointer's sprite, a repaint of the same pixels) is not a reaction.
+
+The last probe's payload is returned, so the loop reuses that frame as the next
+observation instead of capturing again. ``mode="fixed"`` keeps the seeds' behaviour
+(sleep ``fixed_s``, then one probe) and ``mode="none"`` probes once without waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
@@ -31,11 +54,46 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from deskpilot.rundir._records import SettleRecord
 
-__all__ = ["DamageSource", "SettlePolicy", "SettleResult", "settle", "settle_on_damage"]
+__all__ = [
+    "BURST_S",
+    "FIRST_REACTION_S",
+    "FRAME_S",
+    "QUIET_FACTOR",
+    "QUIET_MAX_S",
+    "DamageSource",
+    "SettleEnd",
+    "SettlePolicy",
+    "SettleResult",
+    "SettleWatch",
+    "settle",
+    "settle_on_damage",
+]
 
 T = TypeVar("T")
 
 SettleMode = Literal["adaptive", "fixed", "none"]
+#: How an adaptive settle ended: a quiet interval passed after the app's reaction; the
+#: ``max_s`` bound (still changing); no reaction within ``first_reaction_s``.
+SettleEnd = Literal["quiet", "max", "no_reaction"]
+
+#: How long the app may take to show a first reaction to an input. Chromium draws an
+#: input's effect in its next frame (16.7 ms at 60 Hz) after the renderer has handled the
+#: event; on a loaded 2-core machine that took up to ~120 ms in the issue's runs
+#: (typing, paste, clicks into fields). 0.3 s is ~18 frames: the first frame of any
+#: toolkit that is not frozen, and what an action without visible effect costs.
+FIRST_REACTION_S = 0.3
+#: The frame interval assumed before the app's own shows (a 60 Hz compositor's).
+FRAME_S = 1 / 60
+#: Quiet = this many frame intervals without drawing: one missed frame (a compositor
+#: that skips one under load) does not end an animation early.
+QUIET_FACTOR = 2.0
+#: The longest quiet interval: an app drawing less often than every 2 x 0.25 s is not
+#: animating, it is ticking (a clock, a blinking caret), and waiting longer shows nothing
+#: new.
+QUIET_MAX_S = 0.5
+#: Notifications closer than this belong to one frame (a frame is drawn in several
+#: requests: tiles, a caret, a scrollbar).
+BURST_S = 0.004
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +103,27 @@ class SettlePolicy:
     max_s: float = 1.5
     poll_s: float = 0.01
     fixed_s: float = 0.0
+    #: Bound on the wait for the app's first reaction to an input.
+    first_reaction_s: float = FIRST_REACTION_S
+    #: The app's frame interval until its drawing in this settle shows its own.
+    frame_s: float = FRAME_S
+    #: The longest quiet interval, however far apart the frames were.
+    quiet_max_s: float = QUIET_MAX_S
 
     def __post_init__(self) -> None:
         if self.mode not in ("adaptive", "fixed", "none"):
             raise ValueError(f"settle mode {self.mode!r} is not adaptive, fixed or none")
-        if min(self.min_s, self.max_s, self.poll_s, self.fixed_s) < 0:
-            raise ValueError("settle times must be >= 0")
+        times = (self.min_s, self.max_s, self.poll_s, self.fixed_s, self.first_reaction_s, self.frame_s, self.quiet_max_s)
+        if min(times) < 0 or not all(math.isfinite(t) for t in times):
+            raise ValueError("settle times must be finite and >= 0")
         if self.max_s < self.min_s:
             raise ValueError(f"settle max {self.max_s} s is below min {self.min_s} s")
+
+    def quiet_s(self, frame_gap: float = 0.0) -> float:
+        """The quiet interval after drawing whose longest gap between frames was
+        ``frame_gap`` s (0: one frame seen so far)."""
+        quiet = QUIET_FACTOR * max(self.frame_s, frame_gap)
+        return max(self.poll_s, min(quiet, self.quiet_max_s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,156 +131,342 @@ class SettleResult(Generic[T]):
     payload: T
     digest: Hashable
     polls: int
-    stable: bool  # two consecutive probes matched / a quiet interval passed (False: timed out, or fixed/none mode)
+    stable: bool  # quiet (or no reaction): the screen is as the app left it; False: still changing at max, or fixed/none mode
     waited_s: float
     damage: int | None = None  # damage notifications seen (None: settled by polling)
+    #: After an input: when the app's first reaction was seen (None: none, or no input to react to).
+    first_reaction_s: float | None = None
+    #: Frames seen: bursts of drawing notifications, or probes that differed from the one before.
+    frames: int | None = None
+    #: The quiet interval the settle ended with (None: no reaction, or fixed/none mode).
+    quiet_s: float | None = None
+    #: How it ended (None: fixed/none mode).
+    ended: SettleEnd | None = None
 
     def as_dict(self) -> SettleRecord:
         out: SettleRecord = {"polls": self.polls, "stable": self.stable, "waited_ms": round(self.waited_s * 1000, 3)}
         if self.damage is not None:
             out["damage"] = self.damage
+        if self.ended is not None:
+            out["ended"] = self.ended
+        if self.first_reaction_s is not None:
+            out["first_reaction_ms"] = round(self.first_reaction_s * 1000, 3)
+        if self.frames is not None:
+            out["frames"] = self.frames
+        if self.quiet_s is not None:
+            out["quiet_ms"] = round(self.quiet_s * 1000, 3)
         return out
+
+
+class SettleWatch:
+    """What one adaptive settle has seen, and whether it may end: the decision of both
+    drivers, given times (``time.perf_counter`` values, or a test's fake clock).
+
+    ``baseline``: the digest of the frame before the input; None: there was no input
+    (a plain look at the screen), only quiet is waited for. ``notified``: drawing
+    notifications (:meth:`drawn`) report every drawing, so a probe is fresh while none
+    arrived after it started; without them only probes show change, and quiet means
+    probes spanning the quiet interval all equal.
+    """
+
+    def __init__(
+        self, policy: SettlePolicy, start: float, baseline: Hashable | None = None, *, notified: bool = False
+    ) -> None:
+        self.policy = policy
+        self.start = start
+        self.baseline = baseline
+        self.notified = notified
+        #: When the app's first reaction was seen (the settle start without an input).
+        self.reacted_at: float | None = start if baseline is None else None
+        #: The last moment to see a first reaction (at least ``min_s``: an app known to
+        #: react late), at most ``max_s``.
+        self.reaction_by = start + min(max(policy.first_reaction_s, policy.min_s), policy.max_s)
+        # Notified, the first look: at once after an input (the app may have reacted
+        # during it); without one, half a quiet interval in, so a screen that changed
+        # without a notification in that time is seen as it is after the change.
+        quiet = policy.quiet_s()
+        self.first_look_at = start
+        if baseline is None and notified:
+            self.first_look_at = start + max(quiet, policy.min_s) - quiet / 2
+        #: Starts of the frames (bursts of drawing, or changed probes) since the reaction.
+        self.frames: list[float] = []
+        #: The longest gap between two frames' starts.
+        self.frame_gap = 0.0
+        #: The last drawing (or change seen by a probe) once the app reacted.
+        self.last_activity = start
+        #: The last drawing notification (any, reacted or not).
+        self.last_drawn = -math.inf
+        self.notifications = 0
+        self.probes = 0
+        self.digest: Hashable | None = None
+        self.probed_at: float | None = None
+        # Notifications before the reaction, not yet known to be the app's: a probe that
+        # still shows the baseline says they changed nothing (the pointer's sprite).
+        self._pending: list[float] = []
+
+    @property
+    def reacted(self) -> bool:
+        return self.reacted_at is not None
+
+    @property
+    def quiet_s(self) -> float:
+        return self.policy.quiet_s(self.frame_gap)
+
+    def drawn(self, at: float, count: int = 1) -> None:
+        """``count`` drawing notifications on the working area arrived at ``at``."""
+        self.notifications += count
+        self.last_drawn = max(self.last_drawn, at)
+        if self.reacted_at is None:
+            self._pending.append(at)
+        else:
+            self._activity(at)
+
+    def _activity(self, at: float) -> None:
+        frames = self.frames
+        if not frames or at - self.last_activity > BURST_S:
+            if frames:
+                self.frame_gap = max(self.frame_gap, at - frames[-1])
+            frames.append(at)
+        self.last_activity = max(self.last_activity, at)
+
+    def probed(self, started: float, digest: Hashable) -> None:
+        """A probe that started at ``started`` saw ``digest``."""
+        previous, previous_at = self.digest, self.probed_at
+        self.probes += 1
+        self.digest, self.probed_at = digest, started
+        if self.reacted_at is None:
+            if digest == self.baseline:
+                # What was drawn before this look began changed nothing on screen.
+                self._pending = [t for t in self._pending if t >= started]
+                return
+            pending, self._pending = self._pending, []
+            self.reacted_at = pending[0] if pending else started
+            for at in pending or [started]:
+                self._activity(at)
+            return
+        if previous is not None and digest != previous and not (
+            self.notified and previous_at is not None and self.last_drawn >= previous_at
+        ):
+            # A change seen by looking: polling, or drawing nobody reported.
+            self._activity(started)
+
+    def verdict(self, now: float) -> SettleEnd | None:
+        """How the settle ends at ``now`` with the probes so far (None: not yet)."""
+        probed_at = self.probed_at
+        if probed_at is None:
+            return None
+        policy = self.policy
+        if self.reacted_at is None:
+            return "no_reaction" if probed_at >= self.reaction_by else None
+        last = self.last_activity
+        if now - self.start >= policy.min_s:
+            if self.notified:
+                if probed_at >= last and now - last >= self.quiet_s:
+                    return "quiet"
+            elif probed_at - last >= self.quiet_s:
+                return "quiet"
+        if now - self.start >= policy.max_s and probed_at >= min(last, self.start + policy.max_s):
+            return "max"
+        return None
+
+    def wants_probe(self, now: float) -> bool:
+        """Notified driver: whether to look again now (no probe in flight)."""
+        probed_at = self.probed_at
+        if probed_at is None:
+            return now >= self.first_look_at or now - self.start >= self.policy.max_s
+        if self.last_drawn >= probed_at:
+            return True  # drawing since the last look began
+        if self.reacted_at is None:
+            return now >= self.reaction_by > probed_at  # a last look for a silent reaction
+        return now - self.start >= self.policy.max_s and probed_at < min(self.last_activity, self.start + self.policy.max_s)
+
+    def wake_at(self) -> float:
+        """Notified driver: when the verdict may change without a notification."""
+        policy = self.policy
+        until_max = self.start + policy.max_s
+        if self.probed_at is None:
+            return min(self.first_look_at, until_max)
+        if self.reacted_at is None:
+            return min(self.reaction_by, until_max)
+        return min(until_max, max(self.last_activity + self.quiet_s, self.start + policy.min_s))
+
+    def result(self, payload: T, digest: Hashable, now: float, ended: SettleEnd, damage: int | None) -> SettleResult[T]:
+        reacted = self.reacted_at
+        return SettleResult(
+            payload,
+            digest,
+            self.probes,
+            ended != "max",
+            now - self.start,
+            damage,
+            first_reaction_s=None if reacted is None or self.baseline is None else reacted - self.start,
+            frames=len(self.frames),
+            quiet_s=None if reacted is None else self.quiet_s,
+            ended=ended,
+        )
 
 
 Probe = Callable[[], Awaitable[tuple[Hashable, T]]]
 
 
-async def settle(probe: Probe[T], policy: SettlePolicy) -> SettleResult[T]:
-    """Poll ``probe`` (``-> (digest, payload)``; any comparable digest) until the screen
-    is stable or ``max_s``.
+async def settle(
+    probe: Probe[T],
+    policy: SettlePolicy,
+    baseline: Hashable | None = None,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> SettleResult[T]:
+    """Poll ``probe`` (``-> (digest, payload)``; any comparable digest) every
+    ``policy.poll_s`` until the app reacted (a digest other than ``baseline``; None: no
+    input to wait for) and then showed no change for a quiet interval, or a bound.
 
-    Cancellation (Ctrl+C) propagates from the sleeps and the probe immediately.
+    ``clock`` and ``sleep`` are the time it runs on (tests: a fake clock). Cancellation
+    (Ctrl+C) propagates from the sleeps and the probe immediately.
     """
-    start = time.perf_counter()
+    start = clock()
     if policy.mode != "adaptive":
         if policy.mode == "fixed" and policy.fixed_s > 0:
-            await asyncio.sleep(policy.fixed_s)
+            await sleep(policy.fixed_s)
         digest, payload = await probe()
-        return SettleResult(payload, digest, 1, False, time.perf_counter() - start)
-
-    if policy.min_s > 0:
-        # Nothing before min_s can count as settled, so do not spend probes on it; one
-        # poll interval before the deadline leaves room for the first comparison.
-        await asyncio.sleep(max(0.0, policy.min_s - policy.poll_s))
-    probe_started = time.perf_counter()
-    digest, payload = await probe()
-    polls = 1
+        return SettleResult(payload, digest, 1, False, clock() - start)
+    watch = SettleWatch(policy, start, baseline)
     while True:
-        now = time.perf_counter()
-        elapsed = now - start
-        if elapsed >= policy.max_s:
-            return SettleResult(payload, digest, polls, False, elapsed)
-        # poll_s is the sampling period, start to start: a probe that itself takes
-        # 8 ms leaves 2 ms to sleep at the default 10 ms.
-        wait = min(policy.poll_s - (now - probe_started), policy.max_s - elapsed)
+        started = clock()
+        digest, payload = await probe()
+        watch.probed(started, digest)
+        now = clock()
+        ended = watch.verdict(now)
+        if ended is not None:
+            return watch.result(payload, digest, now, ended, None)
+        # poll_s is the sampling period, start to start: a probe that itself takes 8 ms
+        # leaves 2 ms to sleep at the default 10 ms. No sleep past the bounds.
+        deadline = started + policy.poll_s
+        if watch.reacted_at is None:
+            deadline = min(deadline, watch.reaction_by)
+        wait = min(deadline, start + policy.max_s) - now
         if wait > 0:
-            await asyncio.sleep(wait)
-        probe_started = time.perf_counter()
-        new_digest, new_payload = await probe()
-        polls += 1
-        elapsed = time.perf_counter() - start
-        if new_digest == digest and elapsed >= policy.min_s:
-            return SettleResult(new_payload, new_digest, polls, True, elapsed)
-        digest, payload = new_digest, new_payload
+            await sleep(wait)
 
 
 class DamageSource(Protocol):
-    """Drawing notifications (:class:`deskpilot._x11._damage.DamageWatcher`): ``fileno``
-    becomes readable when some arrived; ``drain`` reads them without blocking and
-    returns how many there were."""
+    """Drawing notifications on the working area (:class:`deskpilot._x11._damage.DamageWatcher`;
+    a Wayland or Windows source plugs in the same way): ``fileno`` becomes readable when
+    some arrived; ``drain`` reads them without blocking and returns how many of them
+    were drawing on the working area (drawing elsewhere, a clock outside the captured
+    area, does not count)."""
 
     def fileno(self) -> int: ...
     def drain(self) -> int: ...
 
 
-async def settle_on_damage(probe: Probe[T], policy: SettlePolicy, source: DamageSource) -> SettleResult[T]:
-    """Wait until ``source`` has reported no drawing for ``policy.poll_s`` (at least
-    ``min_s``, at most ``max_s`` after the call), and return a probe taken after the
-    last drawing (see the module docstring). Modes other than adaptive, and a source
-    that fails, fall back to :func:`settle`.
+async def settle_on_damage(
+    probe: Probe[T], policy: SettlePolicy, source: DamageSource, baseline: Hashable | None = None
+) -> SettleResult[T]:
+    """Settle on ``source``'s notifications (see the module docstring): the app's first
+    reaction to the input (a probe other than ``baseline``; None: no input), then a
+    quiet interval with nothing drawn, bounded by the policy. Modes other than
+    adaptive, and a source that fails, fall back to :func:`settle`.
 
-    The first probe starts half a quiet interval in (so a screen that changed without
-    a notification in that time is still seen as it is after the change; a static
-    screen is ready when the quiet interval ends), later ones after each burst of
-    drawing. Runs on the event loop's thread (``loop.add_reader``): cancellation is
-    immediate.
+    Runs on the event loop's thread (``loop.add_reader``): cancellation is immediate.
     """
     if policy.mode != "adaptive":
-        return await settle(probe, policy)
+        return await settle(probe, policy, baseline)
     loop = asyncio.get_running_loop()
-    start = time.perf_counter()
-    quiet = policy.poll_s
-    first_at = start + max(quiet, policy.min_s) - quiet / 2
+    clock = time.perf_counter
+    start = clock()
+    watch = SettleWatch(policy, start, baseline, notified=True)
     woke = asyncio.Event()
-    state: dict[str, Any] = {"last": start, "events": 0, "failed": False}
+    failed = False
     fd = source.fileno()
 
     def readable() -> None:
+        nonlocal failed
         try:
             seen = source.drain()
         except Exception:  # a dead connection: stop listening, poll instead
-            state["failed"] = True
+            failed = True
             loop.remove_reader(fd)
             woke.set()
             return
         if seen:
-            state["last"] = time.perf_counter()
-            state["events"] += seen
+            watch.drawn(clock(), seen)
             woke.set()
 
-    # Drawing reported before the action ended belongs to it (or to an earlier one):
-    # either way it happened before ``start``, which already counts as activity.
-    source.drain()
+    # Drawing reported before the settle began was drawn during the action: maybe the
+    # app's reaction already (the first probe tells), and it counts as activity.
+    early = source.drain()
+    if early:
+        watch.drawn(start, early)
     loop.add_reader(fd, readable)
     spec: asyncio.Future[tuple[Hashable, T]] | None = None
     spec_started = 0.0
-    polls = 0
+    latest: tuple[Hashable, T] | None = None
     waiter: asyncio.Task[bool] | None = None
     try:
-        while not state["failed"]:
-            now = time.perf_counter()
-            elapsed = now - start
-            last = float(state["last"])
-            if spec is None or (spec.done() and spec_started < last and elapsed < policy.max_s):
-                if spec is not None:
-                    spec.result()  # a failed probe raises here
-                if spec is not None or now >= first_at or elapsed >= policy.max_s:
-                    # The first look, or a new one: drawing was reported since the last began.
+        while not failed:
+            now = clock()
+            if spec is not None and spec.done():
+                latest = spec.result()  # a failed probe raises here
+                spec = None
+                watch.probed(spec_started, latest[0])
+            if spec is None:
+                ended = watch.verdict(now)
+                if ended is not None and latest is not None:
+                    return watch.result(latest[1], latest[0], now, ended, watch.notifications)
+                if watch.wants_probe(now):
                     spec_started = now
                     spec = asyncio.ensure_future(probe())
-                    polls += 1
                     continue
-                timeout = first_at - now
-            elif spec.done():
-                digest, payload = spec.result()
-                if spec_started >= last and elapsed >= policy.min_s and now - last >= quiet:
-                    return SettleResult(payload, digest, polls, True, elapsed, int(state["events"]))
-                if elapsed >= policy.max_s:  # the latest look at a screen that keeps changing
-                    return SettleResult(payload, digest, polls, False, elapsed, int(state["events"]))
-                # Fresh but not quiet for long enough yet: wait it out (or the next drawing).
-                deadline = max(last + quiet, start + policy.min_s)
-                timeout = max(0.0, min(deadline - now, policy.max_s - elapsed))
-            else:
-                # Nothing to decide before the probe is back (or drawing is reported).
-                timeout = max(0.0, policy.max_s - elapsed)
             woke.clear()
             waiter = asyncio.ensure_future(woke.wait())
             pending: set[asyncio.Future[Any]] = {waiter}
-            if spec is not None and not spec.done():
-                pending.add(spec)
+            timeout: float | None = None
+            if spec is not None:
+                pending.add(spec)  # nothing to decide before it is back (or drawing is reported)
+            else:
+                # At least a millisecond: a verdict due now was taken above.
+                timeout = max(0.001, watch.wake_at() - now)
             await asyncio.wait(pending, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
             waiter.cancel()
             waiter = None
     finally:
         if waiter is not None:
             waiter.cancel()
-        if not state["failed"]:
+        if not failed:
             loop.remove_reader(fd)
         if spec is not None and not spec.done():
             spec.cancel()
-    # The source failed: poll for the rest of the bound.
-    rest = max(0.0, policy.max_s - (time.perf_counter() - start))
-    result = await settle(probe, SettlePolicy("adaptive", min(policy.min_s, rest), rest, policy.poll_s))
+    # The source failed: poll for the rest of the bound (still waiting for the reaction
+    # if none was seen yet).
+    elapsed = clock() - start
+    rest = max(0.0, policy.max_s - elapsed)
+    reaction_left = max(0.0, watch.reaction_by - clock()) if not watch.reacted else 0.0
+    polled = await settle(
+        probe,
+        SettlePolicy(
+            "adaptive",
+            min(max(0.0, policy.min_s - elapsed), rest),
+            rest,
+            policy.poll_s,
+            first_reaction_s=reaction_left,
+            frame_s=policy.frame_s,
+            quiet_max_s=policy.quiet_max_s,
+        ),
+        None if watch.reacted else baseline,
+    )
+    reaction = watch.reacted_at - start if watch.reacted_at is not None and baseline is not None else None
+    if reaction is None and polled.first_reaction_s is not None:
+        reaction = elapsed + polled.first_reaction_s
     return SettleResult(
-        result.payload, result.digest, polls + result.polls, result.stable, time.perf_counter() - start, None
+        polled.payload,
+        polled.digest,
+        watch.probes + polled.polls,
+        polled.stable,
+        clock() - start,
+        None,
+        first_reaction_s=reaction,
+        frames=len(watch.frames) + (polled.frames or 0),
+        quiet_s=polled.quiet_s,
+        ended=polled.ended,
     )

@@ -104,11 +104,28 @@ class RequestRecord(TypedDict, total=False):
 
 
 class SettleRecord(TypedDict, total=False):
+    """How the screen settled after an action (or before a look): see ``agent._settle``.
+    Runs recorded before issue 20 have only ``polls``, ``stable``, ``waited_ms`` and
+    ``damage``."""
+
     polls: int
+    #: The screen is as the app left it (False: still changing at ``settle_max``, or a
+    #: fixed/none settle).
     stable: bool
     waited_ms: float
     #: X11 DAMAGE notifications seen (absent: settled by polling).
     damage: int
+    #: ``"quiet"``, ``"max"`` (still changing) or ``"no_reaction"`` (nothing changed within
+    #: ``settle_first_reaction``); absent: a fixed/none settle.
+    ended: str
+    #: After an input: when the app's first reaction was seen, ms after the action
+    #: (absent: none seen, or a look without an input before it).
+    first_reaction_ms: float
+    #: Frames seen from the reaction on: bursts of drawing notifications, or probes that
+    #: differed from the one before.
+    frames: int
+    #: The quiet interval the settle ended with, ms (learned from the frames' spacing).
+    quiet_ms: float
 
 
 class ObservationRecord(TypedDict, total=False):

@@ -267,7 +267,8 @@ def test_a_change_nobody_reported_early_on_is_still_seen(source: SocketSource) -
 def test_drawing_reported_before_the_settle_is_not_waited_for(source: SocketSource) -> None:
     source.draw()  # drawn during the action: the screen is already as it will be
     result, _ = settle_with(source, SettlePolicy("adaptive", max_s=1.0, poll_s=0.01))
-    assert result.stable and result.damage == 0 and result.polls == 1
+    assert result.stable and result.polls == 1 and result.ended == "quiet"
+    assert result.damage == 1  # counted, as the frame the settle started with
 
 
 def test_a_screen_that_keeps_drawing_is_bounded_by_max(source: SocketSource) -> None:
@@ -303,3 +304,69 @@ def test_other_modes_do_not_use_the_source(source: SocketSource) -> None:
     source.fail = True
     result, _ = settle_with(source, SettlePolicy("none"))
     assert result.polls == 1 and result.damage is None and source.drains == 0
+
+
+# --- after an input: the first reaction, then quiet (issue 20) ------------------------
+
+
+class SpriteScreen(Screen):
+    """As :class:`Screen`, and ``sprite_at``: notifications that change no pixel (the
+    pointer's sprite redrawn as it moves to the click point)."""
+
+    def __init__(self, source: SocketSource, drawings_at: list[float], sprite_at: list[float]) -> None:
+        super().__init__(source, drawings_at)
+        self.sprite_at = sprite_at
+
+    async def sprite(self) -> None:
+        for at in self.sprite_at:
+            await asyncio.sleep(max(0.0, at - (time.perf_counter() - self.start)))
+            self.source.draw()
+
+
+def after_input(
+    source: SocketSource, policy: SettlePolicy, drawings_at: list[float], sprite_at: list[float] | None = None
+) -> Any:
+    async def main() -> Any:
+        screen = SpriteScreen(source, drawings_at, sprite_at or [])
+        tasks = [asyncio.ensure_future(screen.app()), asyncio.ensure_future(screen.sprite())]
+        result = await settle_on_damage(screen.probe, policy, source, baseline=0)
+        for task in tasks:
+            task.cancel()
+        return result, screen
+
+    return asyncio.run(main())
+
+
+def test_a_late_first_reaction_is_waited_for_on_damage(source: SocketSource) -> None:
+    result, _ = after_input(source, SettlePolicy(), [0.15])
+    assert result.ended == "quiet" and result.stable
+    assert result.payload.endswith(":1")  # the reaction, not the frame before the input
+    assert result.first_reaction_s is not None and result.first_reaction_s >= 0.14
+    assert result.frames == 1 and result.damage == 1
+
+
+def test_pointer_sprite_damage_alone_is_no_reaction(source: SocketSource) -> None:
+    policy = SettlePolicy(first_reaction_s=0.12)
+    result, screen = after_input(source, policy, [], sprite_at=[0.0, 0.01])
+    assert result.ended == "no_reaction" and result.stable
+    assert result.payload.endswith(":0") and result.first_reaction_s is None
+    assert result.waited_s >= 0.12  # the bound, not the sprite's drawing
+    assert screen.probes[-1] >= 0.12 - 0.002  # a last look at the bound
+    assert result.as_dict()["ended"] == "no_reaction" and result.as_dict()["damage"] == 2
+
+
+def test_a_60hz_animation_is_waited_out_on_damage(source: SocketSource) -> None:
+    frames = [0.02 + i / 60 for i in range(25)]  # 400 ms of frames
+    result, _ = after_input(source, SettlePolicy(), frames)
+    assert result.ended == "quiet" and result.stable
+    assert result.payload.endswith(f":{len(frames)}")  # the last frame
+    assert result.frames is not None and result.frames >= 10
+    assert result.waited_s >= frames[-1]
+
+
+def test_endless_drawing_ends_at_max_on_damage(source: SocketSource) -> None:
+    frames = [0.01 + i / 60 for i in range(200)]
+    result, _ = after_input(source, SettlePolicy(max_s=0.3), frames)
+    assert result.ended == "max" and not result.stable
+    assert result.as_dict()["stable"] is False
+    assert result.waited_s < 1.0  # bounded (generously: it ended long before the drawing did)

@@ -1,72 +1,286 @@
-"""Adaptive settle: two equal consecutive probes end the wait, bounded by min and max."""
+"""Adaptive settle (:mod:`deskpilot.agent._settle`): the app's first reaction to an
+input, then a quiet interval longer than its own frame interval, bounded by max.
+
+The decision (:class:`SettleWatch`) and the polling driver run on a fake clock here: the
+apps' drawing happens at scripted times, so every case is deterministic (no wall-clock
+assertion). The DAMAGE driver, which waits on a real descriptor, is tested in
+tests/unit/_x11/test_damage.py."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Hashable
 
 import pytest
 
-from deskpilot.agent._settle import SettlePolicy, settle
+from deskpilot.agent._settle import (
+    FIRST_REACTION_S,
+    FRAME_S,
+    QUIET_FACTOR,
+    SettlePolicy,
+    SettleResult,
+    SettleWatch,
+    settle,
+)
 
-
-class Probe:
-    """Digests from a script (the last one repeats); counts calls and their times."""
-
-    def __init__(self, digests: list[int]) -> None:
-        self.digests = digests
-        self.calls: list[float] = []
-
-    async def __call__(self) -> tuple[int, str]:
-        self.calls.append(time.perf_counter())
-        i = min(len(self.calls) - 1, len(self.digests) - 1)
-        return self.digests[i], f"frame{len(self.calls)}"
+DEFAULT = SettlePolicy()  # the run's defaults: first reaction 0.3 s, frames 1/60 s, max 1.5 s
+BASE = 0  # the digest of the frame before the action
 
 
 def run(coro):  # type: ignore[no-untyped-def]
     return asyncio.run(coro)
 
 
-def test_static_screen_settles_after_two_probes() -> None:
-    probe = Probe([7])
-    result = run(settle(probe, SettlePolicy("adaptive", poll_s=0.0)))
-    assert result.stable and result.polls == 2 and result.digest == 7
-    assert result.payload == "frame2"  # the last probe is the one to reuse
+# --- an app on a fake clock ------------------------------------------------------------
 
 
-def test_changing_screen_waits_for_two_equal() -> None:
-    probe = Probe([1, 2, 3, 4, 4])
-    result = run(settle(probe, SettlePolicy("adaptive", poll_s=0.001)))
-    assert result.stable and result.polls == 5 and result.digest == 4
+class FakeTime:
+    """A clock that only moves when the settle sleeps or a probe takes time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
 
 
-def test_max_bounds_a_screen_that_never_settles() -> None:
-    counter = iter(range(10**6))
+class App:
+    """What the screen shows: the number of frames the app has drawn by then (``BASE``
+    before its first), frames at the given times after the action. A probe takes
+    ``grab_s`` and sees the screen as it was when it started."""
 
-    async def busy() -> tuple[int, None]:
-        return next(counter), None
+    def __init__(self, clock: FakeTime, frames_at: list[float], grab_s: float = 0.004) -> None:
+        self.clock = clock
+        self.t0 = clock.now
+        self.frames_at = sorted(frames_at)
+        self.grab_s = grab_s
+        self.probes: list[float] = []
 
-    started = time.perf_counter()
-    result = run(settle(busy, SettlePolicy("adaptive", max_s=0.05, poll_s=0.005)))
-    elapsed = time.perf_counter() - started
-    assert not result.stable
-    assert elapsed < 1.0  # bounded (generously: no timing assertion beyond "it ended")
-    assert result.polls >= 2
+    def shown(self, at: float) -> int:
+        return sum(1 for f in self.frames_at if self.t0 + f <= at)
+
+    async def probe(self) -> tuple[Hashable, str]:
+        at = self.clock.now
+        self.probes.append(at - self.t0)
+        drawn = self.shown(at)
+        self.clock.now += self.grab_s
+        return drawn, f"frame:{drawn}"
 
 
-def test_min_is_respected() -> None:
-    probe = Probe([5])
-    result = run(settle(probe, SettlePolicy("adaptive", min_s=0.05, max_s=1.0, poll_s=0.01)))
-    assert result.stable and result.waited_s >= 0.05
+def polled(
+    frames_at: list[float], policy: SettlePolicy = DEFAULT, baseline: Hashable | None = BASE, grab_s: float = 0.004
+) -> tuple[SettleResult[str], App]:
+    clock = FakeTime()
+    app = App(clock, frames_at, grab_s)
+    result = run(settle(app.probe, policy, baseline, clock=clock, sleep=clock.sleep))
+    return result, app
 
 
-def test_fixed_and_none_modes_probe_once() -> None:
-    probe = Probe([1, 2])
-    result = run(settle(probe, SettlePolicy("fixed", fixed_s=0.02)))
-    assert result.polls == 1 and not result.stable and result.waited_s >= 0.02
-    probe = Probe([1, 2])
-    result = run(settle(probe, SettlePolicy("none")))
-    assert result.polls == 1 and result.payload == "frame1"
+def sixty_hz(start: float, duration: float) -> list[float]:
+    return [start + i * FRAME_S for i in range(int(duration / FRAME_S) + 1)]
+
+
+# --- polling on the fake clock ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("late", [0.010, 0.150])
+def test_a_late_first_reaction_is_waited_for(late: float) -> None:
+    # Before the fix, two equal probes 10 ms apart ended the settle before the app drew.
+    result, _ = polled([late])
+    assert result.ended == "quiet" and result.stable
+    assert result.payload == "frame:1"  # the frame with the reaction
+    assert result.first_reaction_s is not None and late - 1e-9 <= result.first_reaction_s < late + DEFAULT.poll_s + 0.005
+    assert result.frames == 1
+    # One frame seen: quiet is two assumed frame intervals, and it was waited out.
+    assert result.quiet_s == pytest.approx(QUIET_FACTOR * FRAME_S)
+    assert result.waited_s >= result.first_reaction_s + result.quiet_s
+
+
+def test_a_60hz_animation_is_waited_out_to_its_last_frame() -> None:
+    frames = sixty_hz(0.02, 0.4)  # a 400 ms CSS transition, one frame every 16.7 ms
+    result, _ = polled(frames)
+    assert result.ended == "quiet" and result.stable
+    assert result.payload == f"frame:{len(frames)}"  # its last frame, not one from the middle
+    assert result.waited_s >= frames[-1]
+    assert result.frames is not None and result.frames >= len(frames) // 2  # sampled every 10 ms
+    # The quiet interval learned from the probes' spacing of the changes is still short.
+    assert result.quiet_s is not None and result.quiet_s <= 0.1
+
+
+def test_an_animation_with_a_dropped_frame_is_not_cut_at_the_gap() -> None:
+    # 60 Hz, then one 50 ms hitch (a loaded machine), then more frames.
+    frames = [*sixty_hz(0.02, 0.1), 0.17, 0.187, 0.204]
+    result, _ = polled(frames)
+    assert result.payload == f"frame:{len(frames)}"
+    assert result.ended == "quiet"
+    assert result.quiet_s is not None and result.quiet_s >= QUIET_FACTOR * 0.04  # the gap as the 10 ms probes saw it
+
+
+def test_no_reaction_ends_at_the_first_reaction_bound() -> None:
+    result, _ = polled([])
+    assert result.ended == "no_reaction" and result.stable
+    assert result.payload == "frame:0" and result.first_reaction_s is None
+    assert FIRST_REACTION_S <= result.waited_s < FIRST_REACTION_S + DEFAULT.poll_s + 0.005
+    assert result.frames == 0 and result.quiet_s is None
+    assert result.as_dict()["ended"] == "no_reaction"
+    assert "first_reaction_ms" not in result.as_dict()
+
+
+def test_a_reaction_after_the_bound_is_not_waited_for() -> None:
+    result, _ = polled([0.5])
+    assert result.ended == "no_reaction" and result.payload == "frame:0"
+
+
+def test_endless_changes_end_at_max_marked_still_changing() -> None:
+    frames = sixty_hz(0.01, 5.0)  # a spinner that never stops
+    result, _ = polled(frames, SettlePolicy(max_s=0.6))
+    assert result.ended == "max" and not result.stable
+    assert 0.6 <= result.waited_s < 0.6 + DEFAULT.poll_s + 0.005
+    shown = int(result.payload.split(":")[1])
+    assert shown >= sum(1 for f in frames if f <= 0.6 - DEFAULT.poll_s)  # the latest look, taken at the bound
+    assert result.as_dict()["stable"] is False
+
+
+def test_a_reaction_drawn_during_the_action_needs_no_wait_for_it() -> None:
+    # The app drew before the settle started (a slow type_text): the first probe differs.
+    result, app = polled([-0.05])
+    assert result.ended == "quiet" and result.first_reaction_s == 0.0
+    assert result.waited_s == pytest.approx(app.probes[-1] + app.grab_s)
+    assert result.waited_s < QUIET_FACTOR * FRAME_S + 2 * DEFAULT.poll_s
+
+
+def test_a_look_without_input_waits_only_for_quiet() -> None:
+    result, _ = polled([], baseline=None)
+    assert result.ended == "quiet" and result.payload == "frame:0"
+    assert result.first_reaction_s is None and "first_reaction_ms" not in result.as_dict()
+    assert result.waited_s < FIRST_REACTION_S  # not the first-reaction bound
+    assert result.waited_s >= QUIET_FACTOR * FRAME_S
+
+
+def test_min_is_a_floor_for_the_reaction_wait_and_the_end() -> None:
+    result, _ = polled([0.4], SettlePolicy(min_s=0.5))  # an app known to react late
+    assert result.payload == "frame:1" and result.waited_s >= 0.5
+
+
+def test_frame_zero_and_poll_trust_the_gaps_alone() -> None:
+    # settle_frame = 0: an app that draws once (Tk) costs one poll interval of quiet.
+    result, _ = polled([0.02], SettlePolicy(frame_s=0.0))
+    assert result.ended == "quiet" and result.quiet_s == pytest.approx(DEFAULT.poll_s)
+
+
+def test_probes_take_the_poll_period_start_to_start() -> None:
+    clock = FakeTime()
+    app = App(clock, [], grab_s=0.004)
+    run(settle(app.probe, SettlePolicy(first_reaction_s=0.05), BASE, clock=clock, sleep=clock.sleep))
+    gaps = [b - a for a, b in zip(app.probes, app.probes[1:], strict=False)]
+    assert all(g == pytest.approx(0.01) for g in gaps[:-1])
+
+
+def test_record_keys() -> None:
+    result, _ = polled([0.03])
+    record = result.as_dict()
+    assert set(record) == {"polls", "stable", "waited_ms", "ended", "first_reaction_ms", "frames", "quiet_ms"}
+    assert record["first_reaction_ms"] == pytest.approx(30, abs=11)
+    assert record["quiet_ms"] == pytest.approx(QUIET_FACTOR * FRAME_S * 1000, abs=0.01)
+
+
+# --- the decision with drawing notifications, on a fake timeline -----------------------
+
+
+def notified(
+    policy: SettlePolicy,
+    events: list[tuple[float, str, Hashable]],
+    baseline: Hashable | None = BASE,
+    step: float = 0.001,
+) -> tuple[str | None, float, SettleWatch]:
+    """Feed a :class:`SettleWatch` scripted ``(t, "draw" | "probe", digest)`` events and
+    ask for its verdict every ``step`` s; returns (verdict, when, watch)."""
+    watch = SettleWatch(policy, 0.0, baseline, notified=True)
+    queue = sorted(events, key=lambda e: e[0])
+    t = 0.0
+    while t < 10:
+        while queue and queue[0][0] <= t:
+            at, kind, digest = queue.pop(0)
+            if kind == "draw":
+                watch.drawn(at)
+            else:
+                watch.probed(at, digest)
+        ended = watch.verdict(t)
+        if ended is not None:
+            return ended, t, watch
+        t = round(t + step, 6)
+    return None, t, watch
+
+
+def test_notified_pointer_sprite_damage_is_not_a_reaction() -> None:
+    # The pointer moved to the click point: its sprite was redrawn (damage), but the
+    # pixels (no cursor in a probe) are the baseline's; the app never reacts.
+    events: list[tuple[float, str, Hashable]] = [(0.0, "draw", None), (0.0005, "probe", BASE), (0.3, "probe", BASE)]
+    ended, when, watch = notified(DEFAULT, events)
+    assert ended == "no_reaction" and when == pytest.approx(0.3)
+    assert not watch.reacted and watch.frames == []
+
+
+def test_notified_late_reaction_then_quiet() -> None:
+    events: list[tuple[float, str, Hashable]] = [
+        (0.0, "probe", BASE),
+        (0.15, "draw", None),
+        (0.151, "probe", 1),  # the look after the drawing sees the reaction
+    ]
+    ended, when, watch = notified(DEFAULT, events)
+    assert ended == "quiet"
+    assert watch.reacted_at == pytest.approx(0.15)  # the drawing, not the look
+    assert when == pytest.approx(0.15 + QUIET_FACTOR * FRAME_S, abs=0.0015)
+
+
+def test_notified_60hz_frames_for_400ms_then_stop() -> None:
+    frames = sixty_hz(0.02, 0.4)
+    events: list[tuple[float, str, Hashable]] = [(0.0, "probe", BASE)]
+    for i, at in enumerate(frames):
+        events += [(at, "draw", None), (at + 0.002, "draw", None), (at + 0.005, "probe", i + 1)]  # two requests a frame
+    ended, when, watch = notified(DEFAULT, events)
+    assert ended == "quiet" and watch.digest == len(frames)
+    assert len(watch.frames) == len(frames)  # the two requests of a frame are one burst
+    assert when >= frames[-1] + QUIET_FACTOR * FRAME_S - 0.001
+    assert watch.frame_gap == pytest.approx(FRAME_S, abs=1e-6)
+
+
+def test_notified_endless_drawing_ends_at_max() -> None:
+    frames = sixty_hz(0.01, 3.0)
+    events: list[tuple[float, str, Hashable]] = [(0.0, "probe", BASE)]
+    for i, at in enumerate(frames):
+        events += [(at, "draw", None), (at + 0.003, "probe", i + 1)]
+    ended, when, _ = notified(SettlePolicy(max_s=0.5), events)
+    assert ended == "max" and when == pytest.approx(0.5, abs=0.02)
+
+
+def test_notified_a_probe_started_before_the_last_drawing_is_not_the_settled_frame() -> None:
+    events: list[tuple[float, str, Hashable]] = [
+        (0.0, "probe", BASE),
+        (0.02, "draw", None),
+        (0.021, "probe", 1),
+        (0.03, "draw", None),  # drawn after that look began: it is stale
+    ]
+    ended, _, watch = notified(DEFAULT, events)
+    assert ended is None  # never settled on the stale look, not even at max
+    assert watch.wants_probe(0.04)  # the driver looks again
+
+
+def test_notified_silent_reaction_found_by_the_last_look() -> None:
+    # Drawing nobody reported (no notification): the look at the bound sees it.
+    events: list[tuple[float, str, Hashable]] = [(0.0, "probe", BASE), (0.3, "probe", 1)]
+    ended, _, watch = notified(DEFAULT, events)
+    assert ended == "quiet" and watch.reacted_at == pytest.approx(0.3)
+    watch2 = SettleWatch(DEFAULT, 0.0, BASE, notified=True)
+    watch2.probed(0.0, BASE)
+    assert not watch2.wants_probe(0.1) and watch2.wants_probe(0.3)  # the last look is due at the bound
+    assert watch2.wake_at() == pytest.approx(FIRST_REACTION_S)
 
 
 def test_policy_validation() -> None:
@@ -74,8 +288,46 @@ def test_policy_validation() -> None:
         SettlePolicy("adaptive", min_s=2.0, max_s=1.0)
     with pytest.raises(ValueError, match=">= 0"):
         SettlePolicy("adaptive", poll_s=-1)
+    with pytest.raises(ValueError, match=">= 0"):
+        SettlePolicy("adaptive", first_reaction_s=float("nan"))
     with pytest.raises(ValueError, match="settle mode"):
         SettlePolicy("sometimes")  # type: ignore[arg-type]
+
+
+def test_quiet_interval_rule() -> None:
+    policy = SettlePolicy(poll_s=0.01, frame_s=FRAME_S, quiet_max_s=0.5)
+    assert policy.quiet_s() == pytest.approx(QUIET_FACTOR * FRAME_S)  # one frame seen
+    assert policy.quiet_s(0.05) == pytest.approx(0.1)  # a 20 Hz app
+    assert policy.quiet_s(2.0) == 0.5  # a ticking clock: capped
+    assert SettlePolicy(poll_s=0.05, frame_s=0.0).quiet_s(0.001) == 0.05  # never below poll
+
+
+# --- fixed / none modes and cancellation (real time, no timing assertion) ---------------
+
+
+class Script:
+    def __init__(self, digests: list[int]) -> None:
+        self.digests = digests
+        self.calls = 0
+
+    async def __call__(self) -> tuple[int, str]:
+        self.calls += 1
+        return self.digests[min(self.calls, len(self.digests)) - 1], f"frame{self.calls}"
+
+
+def test_fixed_and_none_modes_probe_once() -> None:
+    probe = Script([1, 2])
+    result = run(settle(probe, SettlePolicy("fixed", fixed_s=0.02)))
+    assert result.polls == 1 and not result.stable and result.waited_s >= 0.02
+    assert result.ended is None and set(result.as_dict()) == {"polls", "stable", "waited_ms"}
+    probe = Script([1, 2])
+    result = run(settle(probe, SettlePolicy("none")))
+    assert result.polls == 1 and result.payload == "frame1"
+
+
+def test_real_clock_static_screen() -> None:
+    result = run(settle(Script([7]), SettlePolicy("adaptive", poll_s=0.001, frame_s=0.002)))
+    assert result.stable and result.ended == "quiet" and result.payload.startswith("frame")
 
 
 def test_cancellation_propagates() -> None:
@@ -91,3 +343,6 @@ def test_cancellation_propagates() -> None:
             await task
 
     run(main())
+
+
+_unused: Callable[[], float] = time.perf_counter  # the drivers' default clock

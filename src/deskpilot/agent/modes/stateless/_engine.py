@@ -147,6 +147,9 @@ class StatelessEngine:
         self._log_level = logging.NOTSET
         self._annotation_fallbacks = 0
         self._capturer: Any = None  # deskpilot.capture.Capturer of the working area (real screens)
+        #: The digest of the last frame captured: the settle after actions waits for the
+        #: app's first reaction, a frame other than this one.
+        self._last_digest: int | None = None
         self._finish_reason: str | None = None  # of the model reply being parsed
         self._text_from_reasoning = False
 
@@ -406,7 +409,7 @@ class StatelessEngine:
         if s.capture_delay > 0:
             with turn.timer.phase("delay"):
                 await asyncio.sleep(s.capture_delay)
-        frame = await self._capture(turn)
+        frame = await self._capture(turn, after_input=bool(ran))
 
         self.state.set_phase("annotating")
         session.reporter.phase(number, "encode")
@@ -672,12 +675,15 @@ class StatelessEngine:
             rgb = np.ascontiguousarray(rgb).copy()
         return _Frame(rgb, self.mapping, imaging.frame_digest(rgb))
 
-    async def _capture(self, turn: Turn) -> _Frame:
+    async def _capture(self, turn: Turn, *, after_input: bool = False) -> _Frame:
         def grab() -> tuple[int, _Frame]:
             frame = self._grab()
             return frame.digest, frame
 
-        return await self.session.settle_on(turn, grab)
+        baseline = self._last_digest if after_input else None
+        frame = await self.session.settle_on(turn, grab, baseline=baseline)
+        self._last_digest = frame.digest
+        return frame
 
     # ------------------------------------------------------------------ images
     def _path(self, number: int, kind: str) -> tuple[str, Path]:
