@@ -1,7 +1,8 @@
 """The settled screenshot after each action in a real Chromium window is what the page
 shows once it is done: paste, typing into a text and a date input, a focus ring, a
 checkbox tick, a spinner arrow, a 400 ms transition that moves a button, a smooth wheel
-scroll. An action without effect ends at the first-reaction bound and says so.
+scroll. An action without effect ends at the first-reaction bound and says so; one whose
+reaction never ends (a busy wheel) ends at settle_max, marked as still changing.
 
 A headed Chromium on the test's Xvfb (X11 DAMAGE and capture see its window), real input
 through XTest, full agent runs with the scripted model server and default settle
@@ -92,3 +93,14 @@ def test_an_action_without_effect_ends_at_the_first_reaction_bound(fresh: Reacti
     assert check.settle.get("ended") == "no_reaction", check.settle
     assert "first_reaction_ms" not in check.settle, check.settle
     assert mismatch(check) is None
+
+
+def test_a_reaction_that_never_ends_stops_at_the_bound_and_says_so(fresh: ReactionsPage, tmp_path: Path) -> None:
+    """A busy wheel turns forever: the settle ends at settle_max, the frame marked as
+    still changing (the picture is some frame of the wheel; only the record is checked)."""
+    [check] = run_steps(tmp_path, [Step("click_element", {"label": "Load", "box": norm(*fresh.where("busy"))})])
+    assert fresh.state()["busy"] is True
+    assert check.record["result"]["changed"] is True, check.record["result"]
+    assert check.settle.get("ended") == "max" and check.settle.get("stable") is False, check.settle
+    assert "first_reaction_ms" in check.settle, check.settle
+

@@ -5,7 +5,8 @@ The settle tests and the turn benchmark's browser workload drive it with real in
 done. Each reaction is one the issue of the early settle named: paste into a text field,
 typing into a text and a date input, a focus ring, a checkbox tick, a number input's
 spinner arrow, a 400 ms CSS transition that moves a button (an accordion), a smooth wheel
-scroll, and a blank spot where a click does nothing.
+scroll, a button that starts a busy wheel which never stops, and a blank spot where a
+click does nothing.
 
 The window is Chromium's ``--app`` window at the top left of ``$DISPLAY`` (on Xvfb with no
 window manager it is undecorated), talked to over the DevTools pipe of
@@ -50,6 +51,10 @@ input { caret-color: transparent; }
 #scroller div { height: 40px; line-height: 40px; padding-left: 12px; }
 #scroller div:nth-child(odd) { background: #eef2e0; }
 #blank { left: 80px; top: 640px; width: 600px; height: 300px; }
+#busy { left: 1280px; top: 560px; }
+#wheel { left: 1480px; top: 540px; width: 80px; height: 80px; border: 10px solid #ccd; border-top-color: #36c; border-radius: 50%; box-sizing: border-box; visibility: hidden; }
+#wheel.on { visibility: visible; animation: turn 1s linear infinite; }
+@keyframes turn { to { transform: rotate(360deg); } }
 </style></head><body>
 <input id="text" class="at" type="text" autocomplete="off" spellcheck="false">
 <input id="date" class="at" type="date">
@@ -61,6 +66,7 @@ input { caret-color: transparent; }
   <button id="submit">Submit</button></div>
 <div id="scroller" class="at"></div>
 <div id="blank" class="at"></div>
+<button id="busy" class="at">Load</button><div id="wheel" class="at"></div>
 <script>
 const scroller = document.getElementById("scroller");
 for (let i = 1; i <= 200; i++) {
@@ -68,6 +74,8 @@ for (let i = 1; i <= 200; i++) {
 }
 document.getElementById("acc-head").addEventListener("click", () =>
   document.getElementById("acc").classList.toggle("open"));
+document.getElementById("busy").addEventListener("click", () =>
+  document.getElementById("wheel").classList.add("on"));  // a busy wheel that never stops
 // What the page drew, on its own clock: input events, and the animation frames in which
 // something it shows changed (an event marked it dirty, or a transition is running).
 window.log = []; window.drawn = [];
@@ -104,6 +112,7 @@ window.reset = () => {
   body.getBoundingClientRect();  // apply the closed state now, without animating it
   body.style.transition = "";
   scroller.style.scrollBehavior = "auto"; scroller.scrollTop = 0; scroller.style.scrollBehavior = "";
+  document.getElementById("wheel").classList.remove("on");
   window.log = []; window.drawn = [];
   return true;
 };
@@ -120,6 +129,7 @@ window.state = () => ({
   spin: document.getElementById("spin").value, check: document.getElementById("check").checked,
   open: document.getElementById("acc").classList.contains("open"), scrolled: scroller.scrollTop,
   focused: document.activeElement ? document.activeElement.id : "",
+  busy: document.getElementById("wheel").classList.contains("on"),
 });
 window.ready = true;
 </script></body></html>"""
