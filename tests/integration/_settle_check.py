@@ -23,12 +23,14 @@ from deskpilot.agent import iter_turns, load_config, run_agent
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 
-__all__ = ["FINAL_WAIT_S", "Checked", "Step", "mismatch", "norm", "run_steps"]
+__all__ = ["FINAL_WAIT_S", "SIGNALS", "Checked", "Step", "mismatch", "norm", "run_steps"]
 
 #: Longer than any reaction here (the 400 ms transition, a smooth scroll, 120 ms late
 #: drawing), with room for a loaded machine.
 FINAL_WAIT_S = 2.0
 SCREEN = Rect(0, 0, 1920, 1080)
+#: What the settle waits on: X11 DAMAGE, and probe polling (Windows, X11 without DAMAGE)
+SIGNALS = ("damage", "poll")
 IMAGE = (960, 540)
 
 
@@ -66,11 +68,13 @@ def _pixels(run_dir: Path, name: str) -> npt.NDArray[np.uint8]:
         return np.asarray(img.convert("RGB"), dtype=np.uint8)
 
 
-def run_steps(work: Path, steps: list[Step], *, cursor: bool = False, **flags: Any) -> list[Checked]:
+def run_steps(work: Path, steps: list[Step], *, signal: str = "damage", cursor: bool = False, **flags: Any) -> list[Checked]:
     """Run ``steps`` (each followed by the final wait) through a full agent run with the
-    default settle settings (``flags`` override any). ``cursor``: draw the pointer into
-    the screenshots (off by default: the pointer's shape is set by the app some time
-    after it moves, which is not drawing the settle can see)."""
+    default settle settings (``flags`` override any). ``signal``: what the settle waits on,
+    X11 DAMAGE or probe polling (the path of every backend without drawing
+    notifications). ``cursor``: draw the pointer into the screenshots (off by default:
+    the pointer's shape is set by the app some time after it moves, which is not drawing
+    the settle can see)."""
     script: list[Reply | str] = []
     for step in steps:
         script.append(Reply(tool_calls=[(step.tool, step.arguments)]))
@@ -86,6 +90,7 @@ def run_steps(work: Path, steps: list[Step], *, cursor: bool = False, **flags: A
                 "screen.cursor": cursor,
                 "agent.toolset": "extended",
                 "agent.max_steps": 2 * len(steps) + 2,
+                "agent.settle_signal": signal,
                 **flags,
             },
             env={},
@@ -93,6 +98,7 @@ def run_steps(work: Path, steps: list[Step], *, cursor: bool = False, **flags: A
         )
         result = run_agent(cfg, "settle check", handle_signals=False)
     assert result.outcome == "answered", result.error
+    assert result.summary["settle_signal"] == signal, result.summary["settle_signal"]
     turns = list(iter_turns(result.run_dir))
     acted = [i for i, t in enumerate(turns) if (t.get("tool_call") or {}).get("name") not in (None, "wait")]
     assert len(acted) == len(steps), [t.get("tool_call") for t in turns]

@@ -19,13 +19,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _settle_check import Step, mismatch, norm, run_steps
+from _settle_check import SIGNALS, Step, mismatch, norm, run_steps
 
 from deskpilot.input import InputController
 from deskpilot.testing._chromium import find_chromium
 from deskpilot.testing._reactions import ReactionsPage
 
 pytestmark = pytest.mark.x11
+
+
+@pytest.fixture(params=SIGNALS)
+def signal(request: pytest.FixtureRequest) -> str:
+    """Every test runs on both settle drivers: X11 DAMAGE and probe polling."""
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +78,11 @@ SCENARIOS: dict[str, tuple[Callable[[ReactionsPage], list[Step]], dict[str, Any]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_the_settled_screenshot_is_the_pages_final_frame(fresh: ReactionsPage, tmp_path: Path, name: str) -> None:
+def test_the_settled_screenshot_is_the_pages_final_frame(fresh: ReactionsPage, tmp_path: Path, signal: str, name: str) -> None:
     make_steps, expected = SCENARIOS[name]
     if name == "paste":
         fresh.copy_source()
-    checks = run_steps(tmp_path, make_steps(fresh))
+    checks = run_steps(tmp_path, signal=signal, steps=make_steps(fresh))
     state = fresh.state()
     assert {k: state[k] for k in expected} == expected, state  # the actions landed
     if name == "scroll":
@@ -85,20 +91,20 @@ def test_the_settled_screenshot_is_the_pages_final_frame(fresh: ReactionsPage, t
     assert not problems, "\n".join(problems)
 
 
-def test_an_action_without_effect_ends_at_the_first_reaction_bound(fresh: ReactionsPage, tmp_path: Path) -> None:
+def test_an_action_without_effect_ends_at_the_first_reaction_bound(fresh: ReactionsPage, tmp_path: Path, signal: str) -> None:
     """A click on the blank part of the page draws nothing. The pointer is drawn into the
     screenshots here (the default): its move alone is no reaction of the app."""
-    [check] = run_steps(tmp_path, [Step("click_element", {"label": "blank", "box": norm(*fresh.where("blank"))}, changes=False)], cursor=True)
+    [check] = run_steps(tmp_path, signal=signal, steps=[Step("click_element", {"label": "blank", "box": norm(*fresh.where("blank"))}, changes=False)], cursor=True)
     assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, check.record["result"]
     assert check.settle.get("ended") == "no_reaction", check.settle
     assert "first_reaction_ms" not in check.settle, check.settle
     assert mismatch(check) is None
 
 
-def test_a_reaction_that_never_ends_stops_at_the_bound_and_says_so(fresh: ReactionsPage, tmp_path: Path) -> None:
+def test_a_reaction_that_never_ends_stops_at_the_bound_and_says_so(fresh: ReactionsPage, tmp_path: Path, signal: str) -> None:
     """A busy wheel turns forever: the settle ends at settle_max, the frame marked as
     still changing (the picture is some frame of the wheel; only the record is checked)."""
-    [check] = run_steps(tmp_path, [Step("click_element", {"label": "Load", "box": norm(*fresh.where("busy"))})])
+    [check] = run_steps(tmp_path, signal=signal, steps=[Step("click_element", {"label": "Load", "box": norm(*fresh.where("busy"))})])
     assert fresh.state()["busy"] is True
     assert check.record["result"]["changed"] is True, check.record["result"]
     assert check.settle.get("ended") == "max" and check.settle.get("stable") is False, check.settle

@@ -21,11 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _settle_check import Step, mismatch, norm, run_steps
+from _settle_check import SIGNALS, Step, mismatch, norm, run_steps
 
 from deskpilot.input import InputController
 
 pytestmark = pytest.mark.x11
+
+
+@pytest.fixture(params=SIGNALS)
+def signal(request: pytest.FixtureRequest) -> str:
+    """Every test runs on both settle drivers: X11 DAMAGE and probe polling."""
+    return str(request.param)
 
 APPS = Path(__file__).with_name("apps")
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -86,29 +92,29 @@ def app(request: pytest.FixtureRequest, xvfb: str) -> Iterator[ToolkitApp]:
             hands.move(*where)
 
 
-def test_a_click_that_changes_a_label(app: ToolkitApp, tmp_path: Path) -> None:
-    checks = run_steps(tmp_path, [app.click("button"), app.click("button")])
+def test_a_click_that_changes_a_label(app: ToolkitApp, tmp_path: Path, signal: str) -> None:
+    checks = run_steps(tmp_path, signal=signal, steps=[app.click("button"), app.click("button")])
     problems = [m for m in map(mismatch, checks) if m]
     assert not problems, "\n".join(problems)
 
 
-def test_typing_into_an_entry(app: ToolkitApp, tmp_path: Path) -> None:
-    checks = run_steps(tmp_path, [app.click("entry"), Step("type_text", {"text": "Grüße settle"})])
+def test_typing_into_an_entry(app: ToolkitApp, tmp_path: Path, signal: str) -> None:
+    checks = run_steps(tmp_path, signal=signal, steps=[app.click("entry"), Step("type_text", {"text": "Grüße settle"})])
     # the click may only move the caret (no change when the entry had focus already)
     problems = [m for m in map(mismatch, checks[1:]) if m]
     assert not problems, "\n".join(problems)
 
 
-def test_an_app_that_draws_late(app: ToolkitApp, tmp_path: Path) -> None:
+def test_an_app_that_draws_late(app: ToolkitApp, tmp_path: Path, signal: str) -> None:
     """The click itself draws nothing; the app's drawing comes 120 ms later."""
-    checks = run_steps(tmp_path, [app.click("late"), app.click("late")])
+    checks = run_steps(tmp_path, signal=signal, steps=[app.click("late"), app.click("late")])
     problems = [m for m in map(mismatch, checks) if m]
     assert not problems, "\n".join(problems)
     assert all(c.record["result"]["changed"] is True for c in checks)
 
 
-def test_an_action_without_effect_ends_at_the_first_reaction_bound(app: ToolkitApp, tmp_path: Path) -> None:
-    [check] = run_steps(tmp_path, [app.click("blank", changes=False)], cursor=True)
+def test_an_action_without_effect_ends_at_the_first_reaction_bound(app: ToolkitApp, tmp_path: Path, signal: str) -> None:
+    [check] = run_steps(tmp_path, signal=signal, steps=[app.click("blank", changes=False)], cursor=True)
     assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, check.record["result"]
     assert check.settle.get("ended") == "no_reaction", check.settle
     assert "first_reaction_ms" not in check.settle, check.settle
