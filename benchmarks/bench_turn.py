@@ -29,7 +29,8 @@ Per workload the settle time (the settle record's ``waited_ms``) is set against 
 own reaction time, the floor no settle can beat: for the browser, from the page's first
 input event of an action to the start of the last animation frame in which it drew
 something for it (requestAnimationFrame times on the page's own clock, read while the
-model "thinks"); the Tk app of ``realistic`` draws once per action (not measured), and
+model "thinks"); for the Tk app of ``realistic``, from its first input event of an action
+to its drawing for the last one done (its records on the machine's monotonic clock), and
 ``static``/``pointer`` draw nothing (their settle is the cost of "no reaction").
 
 deskpilot sends a fresh screenshot after every action as well (the seed only on
@@ -49,6 +50,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -129,18 +131,36 @@ def _policy(workload: str, turns: int, page: Any) -> Any:
         def __init__(self) -> None:
             super().__init__(_script(workload, turns, page))
             self.floors: dict[int, float | None] = {}  # reply index -> the page's reaction ms
+            self.marks: dict[int, float] = {}  # reply index -> when the next request came (monotonic ms)
 
         def respond(self, request: Any) -> Any:
-            if page is not None and self.position > 0:
-                page.wait_idle()
-                self.floors[self.position - 1] = page.floor_ms()
-                page.clear_log()
+            if self.position > 0:
+                self.marks[self.position - 1] = time.monotonic() * 1000
+                if page is not None:
+                    page.wait_idle()
+                    self.floors[self.position - 1] = page.floor_ms()
+                    page.clear_log()
             return super().respond(request)
 
     return FloorPolicy()
 
 
-def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "auto", page: Any = None) -> dict[str, Any]:
+def _app_floors(policy: Any, app: Any) -> None:
+    """The Tk app's own reaction time per action, from its ``input``/``drawn`` records:
+    first input event -> its drawing done, of the records between the request before the
+    action and the one after it (one monotonic clock)."""
+    records = [r for r in app.records if r.get("type") in ("input", "drawn")]
+    start = 0.0
+    for index in sorted(policy.marks):
+        end = policy.marks[index]
+        inputs = [r["t"] for r in records if r["type"] == "input" and start < r["t"] <= end]
+        drawn = [r["t"] for r in records if r["type"] == "drawn" and start < r["t"] <= end]
+        policy.floors[index] = max(0.0, max(drawn) - min(inputs)) if inputs and drawn else None
+        start = end
+
+
+def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "auto", page: Any = None,
+                  app: Any = None) -> dict[str, Any]:
     from deskpilot.agent import iter_turns, load_config, run_agent
     from deskpilot.testing import ModelServer
 
@@ -156,6 +176,8 @@ def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "a
     if result.outcome != "answered":
         raise RuntimeError(f"deskpilot run ended {result.outcome}: {result.error}")
     records = list(iter_turns(result.run_dir))[1:-1]  # turn 0 has no reply; the last no next request
+    if app is not None:
+        _app_floors(policy, app)
     overhead = [r["timings"]["overhead"] for r in records]
     by_tool: dict[str, list[float]] = {}
     phases_by_tool: dict[str, dict[str, list[float]]] = {}
@@ -200,10 +222,11 @@ def _landed(app: Any) -> tuple[int, int]:
 
 
 def _with_app(picture: Path | None, fn: Any) -> tuple[Any, tuple[int, int]]:
+    """``fn(app)``: the repainting app when there is a picture to show under it, else None."""
     if picture is None:
-        return fn(), (0, 0)
+        return fn(None), (0, 0)
     with repainting_app(picture) as app:
-        value = fn()
+        value = fn(app)
         app.kill()
         app.wait(timeout=5)
         return value, _landed(app)
@@ -225,7 +248,7 @@ def _floor_lines(ours: dict[str, Any], workload: str) -> list[str]:
     """Per tool: the settle's wait against the app's own reaction time (the floor)."""
     lines = ["  settle waited vs the app's reaction (ms, p50/p95): "
              + ("the page's first input event -> start of its last drawn frame" if workload == "browser" else
-                "not measured (the Tk app draws once per action)" if workload == "realistic" else
+                "the Tk app's first input event -> its drawing done" if workload == "realistic" else
                 "nothing reacts: the floor is 0")]
     for tool, waited in sorted(ours["settle_by_tool"].items()):
         floors = ours["floor_by_tool"].get(tool, [])
@@ -257,9 +280,9 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
                 ours_landed = base_landed = (0, 0)
             else:
                 ours, ours_landed = _with_app(
-                    app_picture, lambda w=workload: run_deskpilot(w, turns, Path(tmp) / w, settle_signal))  # type: ignore[misc]
+                    app_picture, lambda app, w=workload: run_deskpilot(w, turns, Path(tmp) / w, settle_signal, app=app))
                 base, base_landed = _with_app(
-                    app_picture, lambda w=workload: run_baseline(w, baseline_turns))  # type: ignore[misc]
+                    app_picture, lambda _app, w=workload: run_baseline(w, baseline_turns))
             if workload == "realistic":
                 _check_landed("deskpilot", ours, ours_landed)
                 _check_landed("seed 000", base, base_landed)
