@@ -58,7 +58,7 @@ ALLOWED_DLLS = {"kernel32.dll", "msvcrt.dll", "python313.dll", "python3.dll", "u
 # implementation, and the kernel/struct tests whose results depend on the platform ABI
 # (LLP64: a C long is 32 bits there). The agent end to end (AGENT_TESTS) runs after them in a
 # wineserver session of its own (see main()).
-AGENT_TESTS = ["tests/windows/test_windows_agent.py"]
+AGENT_TESTS = ["tests/windows/test_windows_agent.py", "tests/windows/test_windows_settle.py"]
 DEFAULT_TESTS = [
     "tests/windows",
     "tests/unit/imaging/test_imaging.py",

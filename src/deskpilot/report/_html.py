@@ -281,6 +281,33 @@ def _bar(timings: dict[str, float]) -> str:
     return f'<div class="bar" title="{_ms(total)} ms">{spans}</div><div class="legend">{legend}{extra}<span>total {_ms(total)} ms</span></div>'
 
 
+def _settle_html(settle: dict[str, Any]) -> str:
+    """One line: what the settle after the action saw (runs before issue 20: polls, stable, wait)."""
+    if not settle:
+        return ""
+    ended = settle.get("ended")
+    parts: list[str] = []
+    if ended == "no_reaction":
+        parts.append("no visible reaction (the screen unchanged)")
+    elif isinstance(settle.get("first_reaction_ms"), (int, float)):
+        parts.append(f"first reaction at {_ms(float(settle['first_reaction_ms']))} ms")
+    if isinstance(settle.get("frames"), int) and ended != "no_reaction":
+        parts.append(f"{settle['frames']} frame{'' if settle['frames'] == 1 else 's'}")
+    if isinstance(settle.get("quiet_ms"), (int, float)):
+        parts.append(f"quiet {_ms(float(settle['quiet_ms']))} ms")
+    if ended == "max":
+        parts.append("still changing at the bound")
+    elif ended is None and "stable" in settle:
+        parts.append("stable" if settle.get("stable") else "not stable")
+    if isinstance(settle.get("waited_ms"), (int, float)):
+        parts.append(f"waited {_ms(float(settle['waited_ms']))} ms")
+    how = f"{settle['damage']} DAMAGE events" if isinstance(settle.get("damage"), int) else "polling"
+    parts.append(f"{settle.get('polls', '?')} probes, {how}")
+    cls = "settle still-changing" if ended == "max" else "settle"
+    title = f"ended by {ended}" if ended else "settle"
+    return f'<div class="caption {cls}" data-ended="{_e(ended or "")}" title="{_e(title)}">settle: {_e(", ".join(parts))}</div>'
+
+
 def _call_html(call: CallView) -> str:
     result = call.result if isinstance(call.result, dict) else {}
     failed = result.get("ok") is False or bool(call.note)
@@ -366,6 +393,8 @@ def _turn_html(turn: TurnView, images: _Images, seen: set[str]) -> str:
             right.append(f'<div class="label">result</div><pre class="result">{_json(turn.result)}</pre>')
     for call in turn.calls:
         right.append(_call_html(call))
+    if turn.settle:
+        right.append(_settle_html(turn.settle))
     if turn.final and turn.answer:
         right.append(f'<div class="final"><div class="label">final answer</div>{_text(turn.answer)}</div>')
     if not right:

@@ -93,6 +93,8 @@ class TurnView:
     ended_by: str | None
     request: dict[str, Any]
     record: TurnRecord
+    #: How the screen settled after the turn's action (the record's ``settle``; empty: none).
+    settle: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -423,6 +425,7 @@ def build_report_data(recording: Recording) -> ReportData:
                 ended_by=str(record["ended_by"]) if record.get("ended_by") else None,
                 request=request,
                 record=record,
+                settle=_dict(record.get("settle")),
             )
         )
         if obs is not None:

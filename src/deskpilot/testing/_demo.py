@@ -49,10 +49,19 @@ def virtual_display(size: tuple[int, int] = (1920, 1080), *, timeout: float = 15
 class DemoApp:
     """The running demo app: its ``ready`` record and the events it recorded."""
 
-    def __init__(self, events_path: Path, *, geometry: str | None = None, timeout: float = 20.0) -> None:
+    def __init__(
+        self,
+        events_path: Path,
+        *,
+        geometry: str | None = None,
+        timeout: float = 20.0,
+        module: str = "deskpilot.testing._demo_app",
+    ) -> None:
+        """``module``: the app to run (another target with the same command line and
+        events, e.g. :mod:`deskpilot.testing._settle_app`)."""
         self.events_path = events_path
         events_path.write_text("", encoding="utf-8")
-        cmd = [sys.executable, "-m", "deskpilot.testing._demo_app", "--events", str(events_path)]
+        cmd = [sys.executable, "-m", module, "--events", str(events_path)]
         if geometry:
             cmd += ["--geometry", geometry]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, text=True)

@@ -196,3 +196,28 @@ def test_prefill_column_per_request_and_per_turn_averages(tmp_path: Path) -> Non
     assert partial.prefill is not None
     assert partial.prefill["images_per_turn"] == data.prefill["images_per_turn"]
     assert partial.prefill["max_images_in_context"] == 2
+
+
+def test_each_turn_says_how_the_screen_settled(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(GOLDEN / "single_seed000", run)
+    records = [orjson.loads(line) for line in (run / "turns.jsonl").read_bytes().splitlines() if line.strip()]
+    settled = [r for r in records if "settle" in r]
+    assert len(settled) >= 3  # recorded before issue 20: polls, stable, waited_ms
+    settled[0]["settle"] = {"polls": 3, "stable": True, "waited_ms": 61.4, "damage": 4, "ended": "quiet",
+                            "first_reaction_ms": 21.7, "frames": 2, "quiet_ms": 33.3}
+    settled[1]["settle"] = {"polls": 31, "stable": True, "waited_ms": 301.2, "ended": "no_reaction", "frames": 0}
+    settled[2]["settle"] = {"polls": 9, "stable": False, "waited_ms": 1500.3, "damage": 90, "ended": "max",
+                            "first_reaction_ms": 0.0, "frames": 88, "quiet_ms": 33.3}
+    (run / "turns.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    page = render_report(run)
+    lines = re.findall(r'<div class="caption settle[^"]*" data-ended="(\w*)"[^>]*>settle: ([^<]*)</div>', page)
+    by_end = {ended: html.unescape(text) for ended, text in lines}
+    assert by_end["quiet"] == (
+        "first reaction at 21.7 ms, 2 frames, quiet 33.3 ms, waited 61.4 ms, 3 probes, 4 DAMAGE events"
+    )
+    assert by_end["no_reaction"] == "no visible reaction (the screen unchanged), waited 301 ms, 31 probes, polling"
+    assert "still changing at the bound" in by_end["max"]
+    assert 'class="caption settle still-changing"' in page
+    # The old records still render: what they had.
+    assert any(ended == "" and "stable, waited" in text and "polling" in text for ended, text in lines)
