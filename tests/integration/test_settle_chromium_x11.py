@@ -88,7 +88,7 @@ def test_the_settled_screenshot_is_the_pages_final_frame(fresh: ReactionsPage, t
     if name == "scroll":
         assert state["scrolled"] > 0, state
     problems = [m for m in map(mismatch, checks) if m]
-    assert not problems, "\n".join(problems)
+    assert not problems, "\n".join([*problems, fresh.timeline()])
 
 
 def test_an_action_without_effect_ends_at_the_first_reaction_bound(fresh: ReactionsPage, tmp_path: Path, signal: str) -> None:

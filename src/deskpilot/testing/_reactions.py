@@ -241,6 +241,18 @@ class ReactionsPage:
             return None
         return max(0.0, max(float(d) for d in drawn) - min(inputs))
 
+    def timeline(self) -> str:
+        """What the page saw and drew since :meth:`clear_log`, in ms after its first input
+        event (its own clock): for a failure message."""
+        log, drawn = self.browser.evaluate(self.session, "[window.log, window.drawn]")
+        inputs = [float(stamp) for kind, stamp in log if kind in ("keydown", "mousedown", "wheel")]
+        if not inputs:
+            return "the page saw no input"
+        zero = min(inputs)
+        events = " ".join(f"{kind}@{float(stamp) - zero:.0f}" for kind, stamp in log)
+        frames = " ".join(f"{float(d) - zero:.0f}" for d in drawn)
+        return f"page events (ms): {events}; frames drawn at (ms): {frames}"
+
     def close(self) -> None:
         self.browser.close()
 
