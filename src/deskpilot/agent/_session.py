@@ -42,7 +42,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -106,6 +106,12 @@ __all__ = [
 
 R = TypeVar("R")
 T = TypeVar("T")
+
+#: How many recent input-to-frame delays the settle's latency estimate spans.
+LATENCY_SAMPLES = 5
+#: An action this short whose reaction was already on screen when the settle began says
+#: the app draws its reaction at once (a delay of 0): a click or a key, not a long typing.
+QUICK_ACTION_S = 0.02
 
 
 @dataclass(slots=True)
@@ -251,6 +257,9 @@ class Session:
         else:
             self.settle_policy = SettlePolicy(loop.settle)  # type: ignore[arg-type]
         self.no_effect = NoEffectTracker(limits.no_effect_repeats)
+        #: The app's input-to-frame delays seen by the last settles after an action (see
+        #: :meth:`_note_reaction`): the settle's latency estimate is their maximum.
+        self._latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         #: Drawing notifications to settle on (X11 DAMAGE), or None to poll; the run
         #: opens them once the session exists (and :meth:`wind_down` closes them).
         self.damage: DamageSource | None = None
@@ -639,8 +648,11 @@ class Session:
         last_probe = self.latest_full.probe if self.latest_full is not None else None
         baseline = last_probe[0] if after_input and last_probe is not None else None
         prepared: Shot | None = None
+        latency = max(self._latencies) if after_input and self._latencies else None
         if damage is not None:
-            spec = await settle_on_damage(lambda: self._probe_prepared(turn), policy, damage, baseline)
+            spec = await settle_on_damage(
+                lambda: self._probe_prepared(turn), policy, damage, baseline, latency_s=latency
+            )
             if spec.damage is None:  # the watcher failed: poll from now on
                 self._close_damage()
                 self.settle_signal = "poll (the DAMAGE connection failed)"
@@ -650,7 +662,7 @@ class Session:
             )
             prepared = spec.payload[1]
         else:
-            result = await settle(lambda: self._probe(turn), policy, baseline)
+            result = await settle(lambda: self._probe(turn), policy, baseline, latency_s=latency)
         # Speculative probes overlap the quiet wait: only the wall time counts, once.
         waited = (time.perf_counter() - started) * 1000
         probed = min(turn.timer.phases.get("capture", 0.0) - before, waited)
@@ -805,10 +817,12 @@ class Session:
         parse_error = (call.error, call.error_message or call.error) if call.error else None
         started = time.perf_counter()
         outcome = await execute_tool_call(tools, call.name, call.arguments, self.ctx, parse_error=parse_error)
-        turn.timer.add("action", (time.perf_counter() - started) * 1000)
+        action_s = time.perf_counter() - started
+        turn.timer.add("action", action_s * 1000)
         self.count(tool_calls=1, tool_errors=0 if outcome.ok else 1)
         if outcome.acted:
             shot = await self.capture(turn, settle_first=True, after_input=True)
+            self._note_reaction(turn.record.get("settle"), action_s)
             self.settled = shot
             if self.config.agent.observe_after_action:
                 self.prefetch_encode(shot)
@@ -832,6 +846,18 @@ class Session:
             turn.timer.add("settle", (time.perf_counter() - started) * 1000)
         self._record_call(turn, call, outcome, mapping_used)
         return outcome
+
+    def _note_reaction(self, settle: Mapping[str, Any] | None, action_s: float) -> None:
+        """Learn the app's input-to-frame delay from a settle after an action: when its
+        first reaction came (after the start: the delay, at most), or 0 when a quick
+        action's reaction was already on screen at the first look."""
+        first = settle.get("first_reaction_ms") if settle else None
+        if not isinstance(first, (int, float)):
+            return  # no reaction, or no input to react to: nothing learned
+        if first > 0:
+            self._latencies.append(first / 1000)
+        elif action_s < QUICK_ACTION_S:
+            self._latencies.append(0.0)
 
     def _record_call(self, turn: Turn, call: ToolCall, outcome: ToolOutcome, mapping: MappingRecord) -> None:
         if "tool_call" not in turn.record:

@@ -19,6 +19,11 @@ the model act on a screen that is not there. So a settle after an input has two 
    app that draws once costs one quiet interval; a spinner that never stops ends at
    ``max_s`` as ``"max"``, the frame marked as still changing (``stable`` false).
 
+When the first look already shows a reaction (drawn during the action: typed characters,
+a button's press), the reaction to the action's *last* input may still be on its way: quiet
+then counts from the start plus the app's input-to-frame delay (``latency_s``: what earlier
+settles saw, the session learns it; two assumed frames before it has).
+
 Both parts look only at the working area and only at its pixels: a probe's digest has no
 cursor in it, so the pointer moving to the click point is not the app's reaction (the
 record's ``pointer_moved_only`` says when that was all).
@@ -170,12 +175,27 @@ class SettleWatch:
     """
 
     def __init__(
-        self, policy: SettlePolicy, start: float, baseline: Hashable | None = None, *, notified: bool = False
+        self,
+        policy: SettlePolicy,
+        start: float,
+        baseline: Hashable | None = None,
+        *,
+        notified: bool = False,
+        latency_s: float | None = None,
     ) -> None:
         self.policy = policy
         self.start = start
         self.baseline = baseline
         self.notified = notified
+        #: The app's delay from an input to its frame (earlier settles'; None: two assumed
+        #: frames), at most the first-reaction bound. When the first look already shows a
+        #: reaction (to the action's earlier input: typed characters, a button's press),
+        #: the reaction to its last input may still come that long after the start, so
+        #: quiet is counted from there at the earliest.
+        self.latency_s = min(
+            QUIET_FACTOR * policy.frame_s if latency_s is None else max(0.0, latency_s), policy.first_reaction_s
+        )
+        self.not_before = start
         #: When the app's first reaction was seen (the settle start without an input).
         self.reacted_at: float | None = start if baseline is None else None
         #: The last moment to see a first reaction (at least ``min_s``: an app known to
@@ -240,7 +260,12 @@ class SettleWatch:
                 self._pending = [t for t in self._pending if t >= started]
                 return
             pending, self._pending = self._pending, []
-            self.reacted_at = pending[0] if pending else started
+            if self.probes == 1:
+                # Already there at the first look: drawn during the action, or just after.
+                self.reacted_at = self.start
+                self.not_before = self.start + self.latency_s
+            else:
+                self.reacted_at = pending[0] if pending else started
             for at in pending or [started]:
                 self._activity(at)
             return
@@ -259,11 +284,12 @@ class SettleWatch:
         if self.reacted_at is None:
             return "no_reaction" if probed_at >= self.reaction_by else None
         last = self.last_activity
+        since = max(last, self.not_before)
         if now - self.start >= policy.min_s:
             if self.notified:
-                if probed_at >= last and now - last >= self.quiet_s:
+                if probed_at >= last and now - since >= self.quiet_s:
                     return "quiet"
-            elif probed_at - last >= self.quiet_s:
+            elif probed_at - since >= self.quiet_s:
                 return "quiet"
         if now - self.start >= policy.max_s and probed_at >= min(last, self.start + policy.max_s):
             return "max"
@@ -288,7 +314,8 @@ class SettleWatch:
             return min(self.first_look_at, until_max)
         if self.reacted_at is None:
             return min(self.reaction_by, until_max)
-        return min(until_max, max(self.last_activity + self.quiet_s, self.start + policy.min_s))
+        since = max(self.last_activity, self.not_before)
+        return min(until_max, max(since + self.quiet_s, self.start + policy.min_s))
 
     def result(self, payload: T, digest: Hashable, now: float, ended: SettleEnd, damage: int | None) -> SettleResult[T]:
         reacted = self.reacted_at
@@ -314,12 +341,14 @@ async def settle(
     policy: SettlePolicy,
     baseline: Hashable | None = None,
     *,
+    latency_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> SettleResult[T]:
     """Poll ``probe`` (``-> (digest, payload)``; any comparable digest) every
     ``policy.poll_s`` until the app reacted (a digest other than ``baseline``; None: no
     input to wait for) and then showed no change for a quiet interval, or a bound.
+    ``latency_s``: the app's input-to-frame delay seen so far (:class:`SettleWatch`).
 
     ``clock`` and ``sleep`` are the time it runs on (tests: a fake clock). Cancellation
     (Ctrl+C) propagates from the sleeps and the probe immediately.
@@ -330,7 +359,7 @@ async def settle(
             await sleep(policy.fixed_s)
         digest, payload = await probe()
         return SettleResult(payload, digest, 1, False, clock() - start)
-    watch = SettleWatch(policy, start, baseline)
+    watch = SettleWatch(policy, start, baseline, latency_s=latency_s)
     while True:
         started = clock()
         digest, payload = await probe()
@@ -361,7 +390,12 @@ class DamageSource(Protocol):
 
 
 async def settle_on_damage(
-    probe: Probe[T], policy: SettlePolicy, source: DamageSource, baseline: Hashable | None = None
+    probe: Probe[T],
+    policy: SettlePolicy,
+    source: DamageSource,
+    baseline: Hashable | None = None,
+    *,
+    latency_s: float | None = None,
 ) -> SettleResult[T]:
     """Settle on ``source``'s notifications (see the module docstring): the app's first
     reaction to the input (a probe other than ``baseline``; None: no input), then a
@@ -371,11 +405,11 @@ async def settle_on_damage(
     Runs on the event loop's thread (``loop.add_reader``): cancellation is immediate.
     """
     if policy.mode != "adaptive":
-        return await settle(probe, policy, baseline)
+        return await settle(probe, policy, baseline, latency_s=latency_s)
     loop = asyncio.get_running_loop()
     clock = time.perf_counter
     start = clock()
-    watch = SettleWatch(policy, start, baseline, notified=True)
+    watch = SettleWatch(policy, start, baseline, notified=True, latency_s=latency_s)
     woke = asyncio.Event()
     failed = False
     fd = source.fileno()
@@ -454,6 +488,7 @@ async def settle_on_damage(
             quiet_max_s=policy.quiet_max_s,
         ),
         None if watch.reacted else baseline,
+        latency_s=latency_s,
     )
     reaction = watch.reacted_at - start if watch.reacted_at is not None and baseline is not None else None
     if reaction is None and polled.first_reaction_s is not None:

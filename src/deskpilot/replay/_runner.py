@@ -200,11 +200,15 @@ def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options:
     if isinstance(max_steps, int) and max_steps > 0:
         flags["agent.max_steps"] = max_steps  # the bound the run used (scenario or mode default)
     if options.input == "dry":
-        # Timing only: a still screen settles at the second probe, no seed sleeps.
+        # Timing only: a still screen settles at the second probe, no seed sleeps. The
+        # recorded screen changes when the replay answers, never in reaction to the dry
+        # input: no first reaction to wait for, no frame interval to learn.
         poll = flags.get("agent.settle_poll", 0.01)
         flags.update(
             {
                 "agent.settle_min": 0.0,
+                "agent.settle_first_reaction": 0.0,
+                "agent.settle_frame": 0.0,
                 "agent.settle_poll": min(float(poll), 0.002),
                 "agent.settle_max": max(0.05, min(float(flags.get("agent.settle_max", 1.5)), 0.5)),
                 "agent.step_delay": 0.0,

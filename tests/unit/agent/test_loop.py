@@ -437,3 +437,61 @@ def test_settle_signal_is_polling_without_an_x_server_and_damage_on_demand_is_an
     assert "damage" not in turns[1]["settle"]  # settled by polling probes
     result, _, _ = run(tmp_path, ScriptedPolicy(list(script)), flags={"agent.settle_signal": "damage"})
     assert result.outcome == "error" and "settle_signal = damage needs an X11 display" in (result.error or "")
+
+
+class LateDesktop(SimulatedDesktop):
+    """A desktop whose target turns green ``late_s`` after the click, not during it (an app
+    that draws its reaction a few frames later)."""
+
+    def __init__(self, late_s: float) -> None:
+        super().__init__()
+        self.late_s = late_s
+        self.timers: list[threading.Timer] = []
+
+    def click(self, x: float | None = None, y: float | None = None, button: Any = "left", count: int = 1) -> None:
+        if x is not None and y is not None:
+            self.pointer = (int(x), int(y))
+        if self.target.contains(*self.pointer):
+            timer = threading.Timer(self.late_s, super().click, kwargs={"button": button, "count": count})
+            self.timers.append(timer)
+            timer.start()
+        else:
+            super().click(button=button, count=count)
+
+
+def test_the_settle_waits_for_a_late_reaction_and_a_pointer_move_is_no_reaction(tmp_path: Path) -> None:
+    from deskpilot.testing._desktop import CLICKED_RGB
+
+    desk = LateDesktop(0.08)
+    t = desk.target
+    on_target = [(t.left + t.width // 2) * 1000 // 1920, (t.top + t.height // 2) * 1000 // 1080]
+    script = [
+        Reply(tool_calls=[("click_element", {"label": "TARGET", "box": on_target})]),
+        Reply(tool_calls=[("type_text", {"text": "abc"})]),  # drawn at once, during the action
+        # The background: the first click takes the focus from the field (a change), the second
+        # only moves the pointer.
+        Reply(tool_calls=[("click_element", {"label": "background", "box": [50, 50]})]),
+        Reply(tool_calls=[("click_element", {"label": "nothing", "box": [60, 60]})]),
+        "Done.",
+    ]
+    result, _, _ = run(tmp_path, ScriptedPolicy(script), desk=desk)
+    for timer in desk.timers:
+        timer.join()
+    assert result.outcome == "answered", result.error
+    turns = check_run_dir(result)
+    late, typed, nothing = turns[1], turns[2], turns[4]
+    # The reaction came 80 ms after the click: waited for, and the image shows it.
+    assert late["result"]["changed"] is True
+    assert late["settle"]["ended"] == "quiet" and late["settle"]["first_reaction_ms"] >= 70
+    from PIL import Image
+
+    with Image.open(result.run_dir / late["observation"]["screenshot"]) as img:
+        x, y = (t.left + 10) * img.width // 1920, (t.top + 10) * img.height // 1080
+        assert img.convert("RGB").getpixel((x, y)) == CLICKED_RGB
+    # The typing was on screen at the first look, but this app's frames came 80 ms after
+    # its input: the settle gave the last character that long (and a quiet interval).
+    assert typed["settle"]["first_reaction_ms"] == 0 and typed["result"]["changed"] is True
+    assert typed["settle"]["waited_ms"] >= late["settle"]["first_reaction_ms"] + typed["settle"]["quiet_ms"]
+    # The pointer moved, nothing else: no reaction within the bound, reported unchanged.
+    assert nothing["settle"]["ended"] == "no_reaction" and nothing["settle"]["waited_ms"] >= 300
+    assert nothing["result"]["changed"] is False and nothing["result"]["pointer_moved_only"] is True

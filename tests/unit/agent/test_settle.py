@@ -147,12 +147,33 @@ def test_endless_changes_end_at_max_marked_still_changing() -> None:
     assert result.as_dict()["stable"] is False
 
 
-def test_a_reaction_drawn_during_the_action_needs_no_wait_for_it() -> None:
-    # The app drew before the settle started (a slow type_text): the first probe differs.
-    result, app = polled([-0.05])
+def polled_with(
+    frames_at: list[float], latency_s: float | None, policy: SettlePolicy = DEFAULT
+) -> tuple[SettleResult[str], App]:
+    clock = FakeTime()
+    app = App(clock, frames_at)
+    result = run(settle(app.probe, policy, BASE, latency_s=latency_s, clock=clock, sleep=clock.sleep))
+    return result, app
+
+
+def test_a_reaction_drawn_during_the_action_counts_from_the_start() -> None:
+    # The app drew before the settle started (typed characters): the first probe differs.
+    result, app = polled_with([-0.05], latency_s=0.0)  # an app whose frames follow input at once
     assert result.ended == "quiet" and result.first_reaction_s == 0.0
     assert result.waited_s == pytest.approx(app.probes[-1] + app.grab_s)
     assert result.waited_s < QUIET_FACTOR * FRAME_S + 2 * DEFAULT.poll_s
+
+
+def test_after_a_reaction_during_the_action_the_last_inputs_frame_is_waited_for() -> None:
+    # Earlier characters drawn during the typing; the last one's frame comes 45 ms after
+    # the action, later than one quiet interval (33 ms) but within the app's latency.
+    frames = [-0.05, 0.045]
+    result, _ = polled_with(frames, latency_s=0.04)  # the app's input-to-frame delay seen before
+    assert result.payload == "frame:2" and result.ended == "quiet"
+    # Not known yet: two assumed frames (33 ms) of latency, then the quiet interval.
+    result, _ = polled_with([-0.05, 0.03], latency_s=None)
+    assert result.payload == "frame:2"
+    assert result.waited_s >= QUIET_FACTOR * FRAME_S * 2
 
 
 def test_a_look_without_input_waits_only_for_quiet() -> None:
