@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -125,4 +124,3 @@ def test_gtk_app_prerequisites_are_in_dev_setup() -> None:
     """CI's fresh machine installs what the GTK app needs (./dev's APT_PACKAGES)."""
     dev = (Path(__file__).resolve().parents[2] / "dev").read_text()
     assert "python3-gi" in dev and "gir1.2-gtk-3.0" in dev
-    assert shutil.which("Xvfb") is not None
