@@ -84,9 +84,9 @@ def test_the_settled_screenshot_is_the_pages_final_frame(fresh: ReactionsPage, t
         fresh.copy_source()
     checks = run_steps(tmp_path, signal=signal, steps=make_steps(fresh))
     state = fresh.state()
-    assert {k: state[k] for k in expected} == expected, state  # the actions landed
+    assert {k: state[k] for k in expected} == expected, str(state)  # the actions landed
     if name == "scroll":
-        assert state["scrolled"] > 0, state
+        assert state["scrolled"] > 0, str(state)
     problems = [m for m in map(mismatch, checks) if m]
     assert not problems, "\n".join([*problems, fresh.timeline()])
 
@@ -95,9 +95,9 @@ def test_an_action_without_effect_ends_at_the_first_reaction_bound(fresh: Reacti
     """A click on the blank part of the page draws nothing. The pointer is drawn into the
     screenshots here (the default): its move alone is no reaction of the app."""
     [check] = run_steps(tmp_path, signal=signal, steps=[Step("click_element", {"label": "blank", "box": norm(*fresh.where("blank"))}, changes=False)], cursor=True)
-    assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, check.record["result"]
-    assert check.settle.get("ended") == "no_reaction", check.settle
-    assert "first_reaction_ms" not in check.settle, check.settle
+    assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, str(check.record["result"])
+    assert check.settle.get("ended") == "no_reaction", str(check.settle)
+    assert "first_reaction_ms" not in check.settle, str(check.settle)
     assert mismatch(check) is None
 
 
@@ -106,7 +106,7 @@ def test_a_reaction_that_never_ends_stops_at_the_bound_and_says_so(fresh: Reacti
     still changing (the picture is some frame of the wheel; only the record is checked)."""
     [check] = run_steps(tmp_path, signal=signal, steps=[Step("click_element", {"label": "Load", "box": norm(*fresh.where("busy"))})])
     assert fresh.state()["busy"] is True
-    assert check.record["result"]["changed"] is True, check.record["result"]
-    assert check.settle.get("ended") == "max" and check.settle.get("stable") is False, check.settle
-    assert "first_reaction_ms" in check.settle, check.settle
+    assert check.record["result"]["changed"] is True, str(check.record["result"])
+    assert check.settle.get("ended") == "max" and check.settle.get("stable") is False, f"{check.settle}; {fresh.timeline()}"
+    assert "first_reaction_ms" in check.settle, str(check.settle)
 

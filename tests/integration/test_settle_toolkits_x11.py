@@ -114,9 +114,9 @@ def test_an_app_that_draws_late(app: ToolkitApp, tmp_path: Path, signal: str) ->
 
 def test_an_action_without_effect_ends_at_the_first_reaction_bound(app: ToolkitApp, tmp_path: Path, signal: str) -> None:
     [check] = run_steps(tmp_path, signal=signal, steps=[app.click("blank", changes=False)], cursor=True)
-    assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, check.record["result"]
-    assert check.settle.get("ended") == "no_reaction", check.settle
-    assert "first_reaction_ms" not in check.settle, check.settle
+    assert check.record["result"]["changed"] is False or check.record["result"].get("pointer_moved_only") is True, str(check.record["result"])
+    assert check.settle.get("ended") == "no_reaction", str(check.settle)
+    assert "first_reaction_ms" not in check.settle, str(check.settle)
     assert mismatch(check) is None
 
 
