@@ -266,6 +266,8 @@ class Session:
         #: What the adaptive settle waits on: "damage", or "poll" (with the reason when
         #: DAMAGE was wanted but could not be had).
         self.settle_signal = "poll"
+        #: When the last settle on :attr:`damage` ended (the source drained up to then).
+        self._damage_drained_at: float | None = None
         #: The last full-view frame captured (for change detection).
         self.latest_full: Shot | None = None
         #: The last image the model was sent.
@@ -650,9 +652,11 @@ class Session:
         prepared: Shot | None = None
         latency = max(self._latencies) if after_input and self._latencies else None
         if damage is not None:
+            quiet_since = None if after_input else self._damage_drained_at
             spec = await settle_on_damage(
-                lambda: self._probe_prepared(turn), policy, damage, baseline, latency_s=latency
+                lambda: self._probe_prepared(turn), policy, damage, baseline, latency_s=latency, quiet_since=quiet_since
             )
+            self._damage_drained_at = time.perf_counter() if spec.damage is not None else None
             if spec.damage is None:  # the watcher failed: poll from now on
                 self._close_damage()
                 self.settle_signal = "poll (the DAMAGE connection failed)"

@@ -60,6 +60,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from deskpilot.rundir._records import SettleRecord
 
 __all__ = [
+    "ANIMATION_QUIET_S",
     "BURST_S",
     "FIRST_REACTION_S",
     "FRAME_S",
@@ -96,6 +97,11 @@ QUIET_FACTOR = 2.0
 #: animating, it is ticking (a clock, a blinking caret), and waiting longer shows nothing
 #: new.
 QUIET_MAX_S = 0.5
+#: The shortest quiet interval once the reaction is an animation (three frames or more):
+#: an app drawing at 60 Hz on a loaded machine misses its timer by 30-90 ms now and then
+#: (Tk's and Chromium's alike, measured on a shared 2-core machine), and a hitch early
+#: in an animation must not look like its end. It costs an animation's end 0.1 s at most.
+ANIMATION_QUIET_S = 0.1
 #: Notifications closer than this belong to one frame (a frame is drawn in several
 #: requests: tiles, a caret, a scrollbar).
 BURST_S = 0.004
@@ -114,20 +120,27 @@ class SettlePolicy:
     frame_s: float = FRAME_S
     #: The longest quiet interval, however far apart the frames were.
     quiet_max_s: float = QUIET_MAX_S
+    #: The shortest quiet interval after three frames or more (an animation).
+    animation_quiet_s: float = ANIMATION_QUIET_S
 
     def __post_init__(self) -> None:
         if self.mode not in ("adaptive", "fixed", "none"):
             raise ValueError(f"settle mode {self.mode!r} is not adaptive, fixed or none")
-        times = (self.min_s, self.max_s, self.poll_s, self.fixed_s, self.first_reaction_s, self.frame_s, self.quiet_max_s)
+        times = (
+            self.min_s, self.max_s, self.poll_s, self.fixed_s, self.first_reaction_s, self.frame_s,
+            self.quiet_max_s, self.animation_quiet_s,
+        )
         if min(times) < 0 or not all(math.isfinite(t) for t in times):
             raise ValueError("settle times must be finite and >= 0")
         if self.max_s < self.min_s:
             raise ValueError(f"settle max {self.max_s} s is below min {self.min_s} s")
 
-    def quiet_s(self, frame_gap: float = 0.0) -> float:
-        """The quiet interval after drawing whose longest gap between frames was
-        ``frame_gap`` s (0: one frame seen so far)."""
+    def quiet_s(self, frame_gap: float = 0.0, frames: int = 1) -> float:
+        """The quiet interval after ``frames`` frames whose longest gap was ``frame_gap``
+        s (0: one frame seen so far)."""
         quiet = QUIET_FACTOR * max(self.frame_s, frame_gap)
+        if frames >= 3:
+            quiet = max(quiet, self.animation_quiet_s)
         return max(self.poll_s, min(quiet, self.quiet_max_s))
 
 
@@ -182,6 +195,7 @@ class SettleWatch:
         *,
         notified: bool = False,
         latency_s: float | None = None,
+        quiet_since: float | None = None,
     ) -> None:
         self.policy = policy
         self.start = start
@@ -195,7 +209,7 @@ class SettleWatch:
         self.latency_s = min(
             QUIET_FACTOR * policy.frame_s if latency_s is None else max(0.0, latency_s), policy.first_reaction_s
         )
-        self.not_before = start
+        self.not_before = -math.inf
         #: When the app's first reaction was seen (the settle start without an input).
         self.reacted_at: float | None = start if baseline is None else None
         #: The last moment to see a first reaction (at least ``min_s``: an app known to
@@ -206,14 +220,18 @@ class SettleWatch:
         # without a notification in that time is seen as it is after the change.
         quiet = policy.quiet_s()
         self.first_look_at = start
-        if baseline is None and notified:
+        if baseline is None and notified and quiet_since is None:
             self.first_look_at = start + max(quiet, policy.min_s) - quiet / 2
         #: Starts of the frames (bursts of drawing, or changed probes) since the reaction.
         self.frames: list[float] = []
         #: The longest gap between two frames' starts.
         self.frame_gap = 0.0
-        #: The last drawing (or change seen by a probe) once the app reacted.
+        #: The last drawing (or change seen by a probe) once the app reacted. A look
+        #: without input on a source that has reported nothing since ``quiet_since`` (the
+        #: end of the last settle) has been quiet since then.
         self.last_activity = start
+        if baseline is None and notified and quiet_since is not None:
+            self.last_activity = min(start, quiet_since)
         #: The last drawing notification (any, reacted or not).
         self.last_drawn = -math.inf
         self.notifications = 0
@@ -230,7 +248,7 @@ class SettleWatch:
 
     @property
     def quiet_s(self) -> float:
-        return self.policy.quiet_s(self.frame_gap)
+        return self.policy.quiet_s(self.frame_gap, len(self.frames))
 
     def drawn(self, at: float, count: int = 1) -> None:
         """``count`` drawing notifications on the working area arrived at ``at``."""
@@ -264,9 +282,14 @@ class SettleWatch:
                 # Already there at the first look: drawn during the action, or just after.
                 self.reacted_at = self.start
                 self.not_before = self.start + self.latency_s
+            elif pending:
+                # Drawing reported since the last look that still showed the baseline; a
+                # look that was slow to grab may have seen only the latest burst's: the
+                # reaction is that burst (earlier ones may have changed nothing, a sprite).
+                self.reacted_at = _last_burst(pending)
             else:
-                self.reacted_at = pending[0] if pending else started
-            for at in pending or [started]:
+                self.reacted_at = started
+            for at in [t for t in pending if t >= self.reacted_at] or [self.reacted_at]:
                 self._activity(at)
             return
         if previous is not None and digest != previous and not (
@@ -333,6 +356,16 @@ class SettleWatch:
         )
 
 
+def _last_burst(times: list[float]) -> float:
+    """The start of the last burst (notifications closer than :data:`BURST_S`) in ``times``."""
+    start = times[-1]
+    for at in reversed(times[:-1]):
+        if start - at > BURST_S:
+            break
+        start = at
+    return start
+
+
 Probe = Callable[[], Awaitable[tuple[Hashable, T]]]
 
 
@@ -396,11 +429,16 @@ async def settle_on_damage(
     baseline: Hashable | None = None,
     *,
     latency_s: float | None = None,
+    quiet_since: float | None = None,
 ) -> SettleResult[T]:
     """Settle on ``source``'s notifications (see the module docstring): the app's first
     reaction to the input (a probe other than ``baseline``; None: no input), then a
     quiet interval with nothing drawn, bounded by the policy. Modes other than
     adaptive, and a source that fails, fall back to :func:`settle`.
+
+    ``quiet_since``: when ``source`` was last drained (the end of the previous settle on
+    it; None: unknown): without an input, a screen with nothing drawn since then has been
+    quiet that long, and one probe suffices.
 
     Runs on the event loop's thread (``loop.add_reader``): cancellation is immediate.
     """
@@ -409,7 +447,7 @@ async def settle_on_damage(
     loop = asyncio.get_running_loop()
     clock = time.perf_counter
     start = clock()
-    watch = SettleWatch(policy, start, baseline, notified=True, latency_s=latency_s)
+    watch = SettleWatch(policy, start, baseline, notified=True, latency_s=latency_s, quiet_since=quiet_since)
     woke = asyncio.Event()
     failed = False
     fd = source.fileno()
@@ -486,6 +524,7 @@ async def settle_on_damage(
             first_reaction_s=reaction_left,
             frame_s=policy.frame_s,
             quiet_max_s=policy.quiet_max_s,
+            animation_quiet_s=policy.animation_quiet_s,
         ),
         None if watch.reacted else baseline,
         latency_s=latency_s,

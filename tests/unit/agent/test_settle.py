@@ -367,3 +367,44 @@ def test_cancellation_propagates() -> None:
 
 
 _unused: Callable[[], float] = time.perf_counter  # the drivers' default clock
+
+
+def test_notified_look_without_input_after_a_quiet_source_needs_one_probe() -> None:
+    # Nothing reported since the last settle ended a second ago: one look, no waiting.
+    watch = SettleWatch(DEFAULT, 10.0, None, notified=True, quiet_since=9.0)
+    assert watch.wants_probe(10.0)
+    watch.probed(10.0, 5)
+    assert watch.verdict(10.004) == "quiet"
+    # Drawing reported at once (in the source when the settle began): a quiet interval from it.
+    watch = SettleWatch(DEFAULT, 10.0, None, notified=True, quiet_since=9.0)
+    watch.drawn(10.0)
+    watch.probed(10.0, 5)
+    assert watch.verdict(10.004) is None and watch.verdict(10.0001 + QUIET_FACTOR * FRAME_S) == "quiet"
+    # Unknown (no earlier settle on the source): the first look half a quiet interval in.
+    watch = SettleWatch(DEFAULT, 10.0, None, notified=True)
+    assert not watch.wants_probe(10.0) and watch.wants_probe(10.0 + FRAME_S)
+
+
+def test_a_hitch_early_in_an_animation_does_not_end_it() -> None:
+    # Three 60 Hz frames, then the app's timer is 70 ms late (a loaded machine), then more.
+    frames = [0.02, 0.037, 0.054, 0.124, 0.141, 0.158]
+    events: list[tuple[float, str, Hashable]] = [(0.0, "probe", BASE)]
+    for i, at in enumerate(frames):
+        events += [(at, "draw", None), (at + 0.002, "probe", i + 1)]
+    ended, when, watch = notified(DEFAULT, events)
+    assert ended == "quiet" and watch.digest == len(frames)  # not the frame before the hitch
+    assert watch.quiet_s >= DEFAULT.animation_quiet_s
+    assert when >= frames[-1] + DEFAULT.animation_quiet_s - 0.001
+
+
+def test_a_slow_look_attributes_the_reaction_to_the_last_burst_before_it() -> None:
+    # A sprite redraw at 54 ms (no pixel changed), the app's frame at 100 ms; the look
+    # started at 55 ms but grabbed late, after the frame: the reaction is the frame's.
+    watch = SettleWatch(DEFAULT, 0.0, BASE, notified=True)
+    watch.probed(0.0, BASE)
+    watch.drawn(0.054)
+    watch.drawn(0.100)
+    watch.drawn(0.101)  # the same frame's second request
+    watch.probed(0.055, 1)
+    assert watch.reacted_at == pytest.approx(0.100)
+    assert watch.frames == [pytest.approx(0.100)]
