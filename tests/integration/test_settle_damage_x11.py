@@ -210,28 +210,30 @@ def test_the_image_after_each_click_is_the_apps_final_frame(
     assert load_summary(result.run_dir)["settle_signal"] == signal
     turns = list(iter_turns(result.run_dir))
     late, anim, dead, spin = turns[1:5]
+    seen = {t["tool_call"]["arguments"]["label"]: (t["settle"], t["timings"]) for t in turns[1:5]}
     events = settle_app.events()
     assert [e["widget"] for e in events if e["type"] == "press"] == ["late", "anim", "dead", "spin"]
 
     # The late reaction (nothing drawn for LATE_MS) was waited for: the new colour was sent.
-    assert late["settle"]["ended"] == "quiet" and late["result"]["changed"] is True
-    assert late["settle"]["first_reaction_ms"] >= LATE_MS * 0.8
+    assert late["settle"]["ended"] == "quiet" and late["result"]["changed"] is True, seen
+    assert late["settle"]["first_reaction_ms"] >= LATE_MS * 0.8, seen
     # The animation was waited out to its last frame.
-    assert anim["settle"]["ended"] == "quiet" and anim["settle"]["frames"] >= 2
+    # (Its frames may all have been drawn during a slow click: the final frame is what counts.)
+    assert anim["settle"]["ended"] == "quiet" and anim["settle"]["frames"] >= 1, seen
     assert any(e["type"] == "anim_done" for e in events)
     # Each of them: the image sent is the app's final frame, pixel for pixel.
     for number in (0, 1, 2, 3):
         sent = _png(result.run_dir, turns[number]["observation"]["screenshot"])
-        assert np.array_equal(sent, policy.frames[number]), f"turn {number}: not the app's final frame"
+        assert np.array_equal(sent, policy.frames[number]), f"turn {number}: not the app's final frame; {seen}"
     x, y, w, h = settle_app.widgets["late"]
     assert tuple(policy.frames[1][(y + h // 2) * IMAGE[1] // 1080, (x + w - 4) * IMAGE[0] // 1920]) == LATE_DONE_RGB
     x, y, w, h = settle_app.widgets["anim"]
     assert tuple(policy.frames[2][(y + h // 2) * IMAGE[1] // 1080, (x + w - 4) * IMAGE[0] // 1920]) == ANIM_DONE_RGB
 
     # No visible effect: the first-reaction bound (0.3 s by default), reported honestly.
-    assert dead["settle"]["ended"] == "no_reaction" and dead["settle"]["stable"] is True
+    assert dead["settle"]["ended"] == "no_reaction" and dead["settle"]["stable"] is True, seen
     assert dead["settle"]["waited_ms"] >= 300 and "first_reaction_ms" not in dead["settle"]
     assert dead["result"]["changed"] is False
     # A spinner never stops: settle_max (1.5 s), marked still changing.
-    assert spin["settle"]["ended"] == "max" and spin["settle"]["stable"] is False
+    assert spin["settle"]["ended"] == "max" and spin["settle"]["stable"] is False, seen
     assert spin["settle"]["waited_ms"] >= 1500 and spin["result"]["changed"] is True

@@ -91,24 +91,26 @@ def test_the_image_after_each_click_is_the_apps_final_frame(settle_app: Any, tmp
     assert load_summary(result.run_dir)["settle_signal"] == "poll"
     turns = list(iter_turns(result.run_dir))
     late, anim, dead, spin = turns[1:5]
+    seen = {t["tool_call"]["arguments"]["label"]: (t["settle"], t["timings"]) for t in turns[1:5]}
     events = settle_app.events()
     assert [e["widget"] for e in events if e["type"] == "press"] == ["late", "anim", "dead", "spin"]
 
-    assert late["settle"]["ended"] == "quiet" and late["result"]["changed"] is True
-    assert late["settle"]["first_reaction_ms"] >= LATE_MS * 0.8
-    assert anim["settle"]["ended"] == "quiet" and anim["settle"]["frames"] >= 2
+    assert late["settle"]["ended"] == "quiet" and late["result"]["changed"] is True, seen
+    assert late["settle"]["first_reaction_ms"] >= LATE_MS * 0.8, seen
+    # (Its frames may all have been drawn during a slow click: the final frame is what counts.)
+    assert anim["settle"]["ended"] == "quiet" and anim["settle"]["frames"] >= 1, seen
     for number in (0, 1, 2, 3):
         with Image.open(result.run_dir / turns[number]["observation"]["screenshot"]) as img:
             sent = np.asarray(img.convert("RGB"))
-        assert np.array_equal(sent, policy.frames[number]), f"turn {number}: not the app's final frame"
+        assert np.array_equal(sent, policy.frames[number]), f"turn {number}: not the app's final frame; {seen}"
     sw, sh = screen
     x, y, w, h = widgets["late"]
     assert tuple(policy.frames[1][(y + h // 2) * IMAGE[1] // sh, (x + w - 4) * IMAGE[0] // sw]) == LATE_DONE_RGB
     x, y, w, h = widgets["anim"]
     assert tuple(policy.frames[2][(y + h // 2) * IMAGE[1] // sh, (x + w - 4) * IMAGE[0] // sw]) == ANIM_DONE_RGB
 
-    assert dead["settle"]["ended"] == "no_reaction" and dead["settle"]["stable"] is True
+    assert dead["settle"]["ended"] == "no_reaction" and dead["settle"]["stable"] is True, seen
     assert dead["settle"]["waited_ms"] >= 300 and "first_reaction_ms" not in dead["settle"]
     assert dead["result"]["changed"] is False
-    assert spin["settle"]["ended"] == "max" and spin["settle"]["stable"] is False
+    assert spin["settle"]["ended"] == "max" and spin["settle"]["stable"] is False, seen
     assert spin["settle"]["waited_ms"] >= 1500
