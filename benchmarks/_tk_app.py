@@ -10,7 +10,11 @@ real widgets at fixed spots:
   two places).
 
 Every event is echoed as a JSON line on stdout so the benchmark can check that the
-actions landed (a benchmark of clicks that miss would measure nothing).
+actions landed (a benchmark of clicks that miss would measure nothing). So are, with
+their ``time.monotonic()`` in ms (one clock for every process of the machine), each
+input event the app receives (``input``) and the moment its drawing for one is done
+(``drawn``: after Tk's idle redraws), from which the benchmark reads the app's own
+reaction time.
 
 The boxes the scripted model uses are in the model's 0..1000 space (:data:`BOXES`).
 """
@@ -21,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -35,7 +40,7 @@ BOXES: dict[str, list[int]] = {
 }
 
 _APP = r"""
-import json, sys, tkinter as tk
+import json, sys, time, tkinter as tk
 root = tk.Tk()
 root.overrideredirect(True)
 w, h = root.winfo_screenwidth(), root.winfo_screenheight()
@@ -71,6 +76,17 @@ def entered(_event):
     entry.delete(0, "end")
     emit(type="enter", text=text)
 entry.bind("<Return>", entered)
+# The app's own reaction time: an input event in, its drawing done (the "all" tag runs after
+# the widget's own bindings, so the idle callback comes after the redraws they scheduled).
+def drawn():
+    root.update_idletasks()
+    emit(type="drawn", t=time.monotonic() * 1000)
+def received(_event):
+    emit(type="input", t=time.monotonic() * 1000)
+for sequence in ("<ButtonPress>", "<KeyPress>"):
+    root.bind_all(sequence, received, add="+")
+for sequence in ("<ButtonRelease>", "<KeyPress>"):
+    root.bind_all(sequence, lambda _e: root.after_idle(drawn), add="+")
 def ready():
     if not root.winfo_viewable():
         root.after(20, ready); return
@@ -97,6 +113,17 @@ def repainting_app(picture: Path) -> Iterator[subprocess.Popen[str]]:
         line = app.stdout.readline()
         if json.loads(line or "{}").get("type") != "ready":
             raise RuntimeError(f"the repainting app did not start: {line!r}")
+        # Read as it goes: a full pipe would stall the app (and its drawing).
+        records: list[dict[str, Any]] = []
+        stdout = app.stdout
+
+        def read() -> None:
+            records.extend(json.loads(line) for line in stdout if line.strip())
+
+        reader = threading.Thread(target=read, name="tk-app-events", daemon=True)
+        reader.start()
+        app.records = records  # type: ignore[attr-defined]
+        app.reader = reader  # type: ignore[attr-defined]
         yield app
     finally:
         app.kill()
@@ -105,5 +132,6 @@ def repainting_app(picture: Path) -> Iterator[subprocess.Popen[str]]:
 
 def read_events(app: subprocess.Popen[str]) -> list[dict[str, Any]]:
     """The events the app printed so far (after it was killed: everything)."""
-    assert app.stdout is not None
-    return [json.loads(line) for line in app.stdout.read().splitlines() if line.strip()]
+    if app.poll() is not None:
+        app.reader.join(timeout=5)  # type: ignore[attr-defined]
+    return list(app.records)  # type: ignore[attr-defined]

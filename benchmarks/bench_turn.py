@@ -19,6 +19,20 @@ Workloads:
 * ``pointer``: the clicks alternate between two spots, so every screenshot differs (the
   cursor is drawn in): deskpilot grabs, downscales and encodes every turn.
 
+* ``browser``: a real Chromium window (headed, on the Xvfb) showing the reactions page
+  (:mod:`deskpilot.testing._reactions`): the model clicks into a text field (focus ring),
+  types, pastes with ``ctrl+v``, ticks a checkbox, clicks a spinner arrow, opens/closes
+  an accordion (a 400 ms transition that moves a button) and scrolls a list (Chromium's
+  smooth scroll), over and over. Chromium draws in 16.7 ms frames, later than the input.
+
+Per workload the settle time (the settle record's ``waited_ms``) is set against the app's
+own reaction time, the floor no settle can beat: for the browser, from the page's first
+input event of an action to the start of the last animation frame in which it drew
+something for it (requestAnimationFrame times on the page's own clock, read while the
+model "thinks"); for the Tk app of ``realistic``, from its first input event of an action
+to its drawing for the last one done (its records on the machine's monotonic clock), and
+``static``/``pointer`` draw nothing (their settle is the cost of "no reaction").
+
 deskpilot sends a fresh screenshot after every action as well (the seed only on
 ``observe_screen``; it also drops the non-ASCII characters it cannot type), so it does
 strictly more work per turn than the baseline.
@@ -36,6 +50,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,14 +60,40 @@ from _xvfb import screen_with_picture
 
 INERT = [40, 960]  # a spot of the picture with nothing to react to
 OTHER = [60, 960]
-WORKLOADS = ("realistic", "static", "pointer")
+WORKLOADS = ("realistic", "static", "pointer", "browser")
 UNICODE_TEXT = "Grüße aus Köln✓"  # 15 characters, 4 of them outside ASCII
 
 
-def _script(workload: str, turns: int) -> list[Any]:
+def _browser_cycle(page: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The browser workload's actions, at the page's elements (model coordinates)."""
+    from deskpilot.geometry import Mapping, Rect
+
+    mapping = Mapping(Rect(0, 0, 1920, 1080), 1536, 864)
+
+    def box(element: str, part: str = "") -> list[int]:
+        x, y = mapping.physical_to_norm(*page.where(element, part))
+        return [x - 1, y - 1, x + 1, y + 1]
+
+    return [
+        ("click_element", {"label": "text field", "box": box("text")}),
+        ("type_text", {"text": "hello"}),
+        ("press_key", {"key": "ctrl+v"}),
+        ("click_element", {"label": "checkbox", "box": box("check")}),
+        ("click_element", {"label": "spinner up", "box": box("spin", "up")}),
+        ("click_element", {"label": "Details", "box": box("acc-head")}),
+        ("scroll_at_position", {"label": "list", "box": box("scroller"), "amount": 3}),
+    ]
+
+
+def _script(workload: str, turns: int, page: Any = None) -> list[Any]:
     from deskpilot.testing import Reply
 
     replies: list[Any] = []
+    if workload == "browser":
+        cycle = _browser_cycle(page)
+        replies.extend(Reply(tool_calls=[cycle[i % len(cycle)]]) for i in range(turns))
+        replies.append("Done.")
+        return replies
     if workload == "realistic":
         replies.append(Reply(tool_calls=[("click_element", {"label": "entry", "box": BOXES["entry"]})]))
         cycle = [
@@ -80,11 +121,51 @@ def _pct(values: list[float], q: float) -> float:
     return percentile(values, q)
 
 
-def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "auto") -> dict[str, Any]:
-    from deskpilot.agent import iter_turns, load_config, run_agent
-    from deskpilot.testing import ModelServer, ScriptedPolicy
+def _policy(workload: str, turns: int, page: Any) -> Any:
+    """The scripted model; on the browser page it also waits, before each answer, until
+    the page has finished drawing the last action's reaction and reads that reaction's
+    time (:meth:`ReactionsPage.floor_ms`): model time, outside the measured overhead."""
+    from deskpilot.testing import ScriptedPolicy
 
-    with ModelServer(ScriptedPolicy(_script(workload, turns)), validate=False, keep_images=0) as server:
+    class FloorPolicy(ScriptedPolicy):
+        def __init__(self) -> None:
+            super().__init__(_script(workload, turns, page))
+            self.floors: dict[int, float | None] = {}  # reply index -> the page's reaction ms
+            self.marks: dict[int, float] = {}  # reply index -> when the next request came (monotonic ms)
+
+        def respond(self, request: Any) -> Any:
+            if self.position > 0:
+                self.marks[self.position - 1] = time.monotonic() * 1000
+                if page is not None:
+                    page.wait_idle()
+                    self.floors[self.position - 1] = page.floor_ms()
+                    page.clear_log()
+            return super().respond(request)
+
+    return FloorPolicy()
+
+
+def _app_floors(policy: Any, app: Any) -> None:
+    """The Tk app's own reaction time per action, from its ``input``/``drawn`` records:
+    first input event -> its drawing done, of the records between the request before the
+    action and the one after it (one monotonic clock)."""
+    records = [r for r in app.records if r.get("type") in ("input", "drawn")]
+    start = 0.0
+    for index in sorted(policy.marks):
+        end = policy.marks[index]
+        inputs = [r["t"] for r in records if r["type"] == "input" and start < r["t"] <= end]
+        drawn = [r["t"] for r in records if r["type"] == "drawn" and start < r["t"] <= end]
+        policy.floors[index] = max(0.0, max(drawn) - min(inputs)) if inputs and drawn else None
+        start = end
+
+
+def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "auto", page: Any = None,
+                  app: Any = None) -> dict[str, Any]:
+    from deskpilot.agent import iter_turns, load_config, run_agent
+    from deskpilot.testing import ModelServer
+
+    policy = _policy(workload, turns, page)
+    with ModelServer(policy, validate=False, keep_images=0) as server:
         cfg = load_config(
             flags={"model.endpoint": server.endpoint, "run.runs_dir": str(work / "runs"), "agent.max_steps": turns + 2,
                    **({"agent.settle_signal": settle_signal} if settle_signal != "auto" else {})},
@@ -95,26 +176,36 @@ def run_deskpilot(workload: str, turns: int, work: Path, settle_signal: str = "a
     if result.outcome != "answered":
         raise RuntimeError(f"deskpilot run ended {result.outcome}: {result.error}")
     records = list(iter_turns(result.run_dir))[1:-1]  # turn 0 has no reply; the last no next request
+    if app is not None:
+        _app_floors(policy, app)
     overhead = [r["timings"]["overhead"] for r in records]
     by_tool: dict[str, list[float]] = {}
     phases_by_tool: dict[str, dict[str, list[float]]] = {}
-    for r in records:
+    settle_by_tool: dict[str, list[float]] = {}
+    floor_by_tool: dict[str, list[float]] = {}
+    for index, r in enumerate(records, start=1):  # turn n acts on reply n - 1
         name = r["tool_call"]["name"]
         by_tool.setdefault(name, []).append(r["timings"]["overhead"])
+        if "settle" in r:
+            settle_by_tool.setdefault(name, []).append(r["settle"]["waited_ms"])
+        floor = policy.floors.get(index - 1)
+        if floor is not None:
+            floor_by_tool.setdefault(name, []).append(floor)
         for phase, ms in r["timings"].items():
             if phase not in ("model", "overhead"):
                 phases_by_tool.setdefault(name, {}).setdefault(phase, []).append(ms)
     return {"overhead": overhead, "by_tool": by_tool, "phases": result.summary["phases"],
             "settle_signal": result.summary.get("settle_signal", "poll (no settle_signal recorded)"),
-            "phases_by_tool": phases_by_tool}
+            "phases_by_tool": phases_by_tool, "settle_by_tool": settle_by_tool, "floor_by_tool": floor_by_tool,
+            "seen": sum(f is not None for f in policy.floors.values())}
 
 
-def run_baseline(workload: str, turns: int) -> dict[str, Any]:
+def run_baseline(workload: str, turns: int, page: Any = None) -> dict[str, Any]:
     from baselines_seed000 import run_baseline_agent
     from deskpilot.input import InputController
-    from deskpilot.testing import ModelServer, ScriptedPolicy
+    from deskpilot.testing import ModelServer
 
-    with ModelServer(ScriptedPolicy(_script(workload, turns)), validate=False, keep_images=0) as server, \
+    with ModelServer(_policy(workload, turns, page), validate=False, keep_images=0) as server, \
             InputController("xtest") as hands:
         result = run_baseline_agent(server.endpoint, f"benchmark {workload}", hands, max_steps=turns + 2)
     overhead = [s * 1000 for _, s in result.overheads]
@@ -131,13 +222,39 @@ def _landed(app: Any) -> tuple[int, int]:
 
 
 def _with_app(picture: Path | None, fn: Any) -> tuple[Any, tuple[int, int]]:
+    """``fn(app)``: the repainting app when there is a picture to show under it, else None."""
     if picture is None:
-        return fn(), (0, 0)
+        return fn(None), (0, 0)
     with repainting_app(picture) as app:
-        value = fn()
+        value = fn(app)
         app.kill()
         app.wait(timeout=5)
         return value, _landed(app)
+
+
+def _with_page(tmp: Path, fn: Any) -> Any:
+    """``fn(page)`` with the reactions page open in a headed Chromium on the Xvfb, its
+    text on the clipboard (for the workload's ``ctrl+v``)."""
+    from deskpilot.testing._reactions import ReactionsPage
+
+    with ReactionsPage(tmp) as page:
+        page.copy_source()
+        page.reset()
+        page.wait_idle()
+        return fn(page)
+
+
+def _floor_lines(ours: dict[str, Any], workload: str) -> list[str]:
+    """Per tool: the settle's wait against the app's own reaction time (the floor)."""
+    lines = ["  settle waited vs the app's reaction (ms, p50/p95): "
+             + ("the page's first input event -> start of its last drawn frame" if workload == "browser" else
+                "the Tk app's first input event -> its drawing done" if workload == "realistic" else
+                "nothing reacts: the floor is 0")]
+    for tool, waited in sorted(ours["settle_by_tool"].items()):
+        floors = ours["floor_by_tool"].get(tool, [])
+        floor = f"{_pct(floors, 50):6.1f}/{_pct(floors, 95):6.1f}" if floors else "     -/     -"
+        lines.append(f"  {tool:<20} settle {_pct(waited, 50):6.1f}/{_pct(waited, 95):6.1f}   floor {floor}   n {len(waited)}")
+    return lines
 
 
 def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
@@ -153,10 +270,19 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
             app_picture = picture if workload == "realistic" else None
             if workload == "realistic" and picture is None:
                 raise RuntimeError("the realistic workload needs the picture the app shows")
-            ours, ours_landed = _with_app(
-                app_picture, lambda w=workload: run_deskpilot(w, turns, Path(tmp) / w, settle_signal))  # type: ignore[misc]
-            base, base_landed = _with_app(
-                app_picture, lambda w=workload: run_baseline(w, baseline_turns))  # type: ignore[misc]
+            if workload == "browser":
+                work = Path(tmp) / workload
+                work.mkdir()
+                ours = _with_page(work, lambda page, w=work: run_deskpilot("browser", turns, w, settle_signal, page))
+                base = _with_page(work, lambda page: run_baseline("browser", baseline_turns, page))
+                if ours["seen"] != turns:
+                    raise RuntimeError(f"the page saw input in {ours['seen']} of deskpilot's {turns} actions")
+                ours_landed = base_landed = (0, 0)
+            else:
+                ours, ours_landed = _with_app(
+                    app_picture, lambda app, w=workload: run_deskpilot(w, turns, Path(tmp) / w, settle_signal, app=app))
+                base, base_landed = _with_app(
+                    app_picture, lambda _app, w=workload: run_baseline(w, baseline_turns))
             if workload == "realistic":
                 _check_landed("deskpilot", ours, ours_landed)
                 _check_landed("seed 000", base, base_landed)
@@ -179,6 +305,14 @@ def run(turns: int, baseline_turns: int, workloads: tuple[str, ...] = WORKLOADS,
             ) + "   (p50/p95)")
             if base["encode"]:
                 lines.append(f"  baseline screenshot+pure-Python PNG p50: {statistics.median(base['encode']):.0f} ms")
+            lines.extend(_floor_lines(ours, workload))
+            for tool, waited in ours["settle_by_tool"].items():
+                ratios[f"{workload}_{tool}_settle_p50_ms"] = _pct(waited, 50)
+            for tool, floors in ours["floor_by_tool"].items():
+                ratios[f"{workload}_{tool}_floor_p50_ms"] = _pct(floors, 50)
+            if workload == "browser":
+                lines.append(f"  the page saw input in {ours['seen']} of deskpilot's {turns} actions "
+                             "(the seed 000 baseline has no scroll tool: its scroll turns do nothing)")
             if workload == "realistic":
                 lines.append(f"  actions landed: deskpilot {ours_landed[0]} clicks / {ours_landed[1]} Enters, "
                              f"seed 000 {base_landed[0]} / {base_landed[1]}")
@@ -236,7 +370,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=40, help="deskpilot turns per workload")
     parser.add_argument("--baseline-turns", type=int, default=8, help="baseline turns per workload (about 1 s each)")
-    parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: all three")
+    parser.add_argument("--workload", choices=WORKLOADS, action="append", help="default: all four")
     parser.add_argument("--settle-signal", choices=("auto", "damage", "poll"), default="auto",
                         help="what deskpilot's adaptive settle waits on (poll: the probes of the previous version)")
     args = parser.parse_args()
