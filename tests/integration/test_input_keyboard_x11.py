@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -398,9 +399,28 @@ def test_a_borrowed_keycode_remapped_by_another_client_is_not_trusted(
             remap_from_another_client(keycode, 0)  # the keymap as the other tests expect it
 
 
-def test_a_run_sigkilled_while_holding_shift_is_cleaned_up_by_the_next_controller(
+def _watchdogs_of(pid: int) -> list[int]:
+    """The input watchdog processes (:mod:`deskpilot._x11._watchdog`) watching ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"deskpilot._x11._watchdog" in argv and b"--parent" in argv and str(pid).encode() in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_run_sigkilled_with_its_watchdog_while_holding_shift_is_cleaned_up_by_the_next_controller(
     target_app: TargetApp, tmp_path: Path
 ) -> None:
+    """The last line of defence: the run AND its watchdog are SIGKILLed (the OOM killer can
+    take both; a run killed in its watchdog's first moments has none yet), so nothing
+    releases Shift until the next controller reads the held-input record and reclaims it.
+    (A run killed alone is released by its watchdog: tests/integration/test_input_watchdog_x11.py.)"""
     from deskpilot.testing import ModelServer, Reply, ScriptedPolicy
 
     script: list[Reply | str] = [
@@ -440,12 +460,17 @@ def test_a_run_sigkilled_while_holding_shift_is_cleaned_up_by_the_next_controlle
                 proc.kill()
                 raise AssertionError((tmp_path / "run.log").read_text(errors="replace")) from None
             assert keys_and_buttons_down()[0], "shift should be held now"
+            watchdogs = _watchdogs_of(proc.pid)
+            assert watchdogs, "the run holds input, so its watchdog runs"
+            for pid in watchdogs:
+                os.kill(pid, signal.SIGKILL)
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
         finally:
             if proc.poll() is None:
                 proc.kill()
             log.close()
-    assert keys_and_buttons_down()[0], "a SIGKILLed run cannot release anything itself"
+    time.sleep(1.0)  # twice the watchdog's promise: had one survived, it would have released by now
+    assert keys_and_buttons_down()[0], "a SIGKILLed run and watchdog cannot release anything themselves"
     with InputController("xtest"):  # the next controller (a run, doctor) reclaims it
         assert keys_and_buttons_down() == ([], 0)

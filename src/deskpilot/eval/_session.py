@@ -262,7 +262,16 @@ def run_session(spec: Mapping[str, Any]) -> Record:
             return _finish(record, started)
         config = _config(task, spec, runs_dir, server.endpoint if server else None)
         scenario = Scenario(task.name, task.instruction, title=task.name, group="eval", max_steps=task.max_steps)
-        result = run_agent(config, scenario, reporter=NullReporter())
+        try:
+            result = run_agent(config, scenario, reporter=NullReporter())
+        except DeskpilotError as exc:
+            # Refused before the run began: the screen check opens the display first, so a
+            # display that died after the check above ends here, not in the run's outcome.
+            if not _display_alive(display, server_pid):
+                record.update(error_kind="display_died", error=f"the X server on {display} died before the run: {exc}")
+            else:
+                record.update(error_kind="setup", error=f"the run could not start: {exc}")
+            return _finish(record, started)
         summary: Mapping[str, Any] = result.summary
         totals = summary.get("totals") or {}
         record.update(outcome=result.outcome, steps=result.steps, run_dir=str(result.run_dir),
