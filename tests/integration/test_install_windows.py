@@ -172,9 +172,10 @@ def win_wheels(win_artefacts: Path) -> Path:
 
     Downloaded once (this side's pip, --platform win_amd64) with the Windows tier's pins as
     constraints (numpy 2.1.x: Wine 8 lacks what numpy >= 2.2 imports); offline from then on.
-    colorama by name: click needs it on Windows only, and pip evaluates markers for this side.
+    colorama and pywin32 by name: click and the MCP SDK need them on Windows only, and pip
+    evaluates markers for this side.
     """
-    requirements = [*requires_dist(the_win_wheel(win_artefacts)), *build_requires(), "colorama"]
+    requirements = [*requires_dist(the_win_wheel(win_artefacts)), *build_requires(), "colorama", "pywin32"]
     constraints = wine_tier.REQUIREMENTS
     key = content_hash([constraints], *requirements)
     target, ready = cache_dir(CACHE, "win-deps", key)
