@@ -56,7 +56,7 @@ from deskpilot.agent.client._chat import ChatClient
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.tools._core import Hands, ToolContext
 from deskpilot.rundir._exchange import ExchangeLog
-from deskpilot.rundir._records import Summary
+from deskpilot.rundir._records import RunInfo, Summary
 from deskpilot.rundir._writer import RunLog, RunLogError
 from deskpilot.safety import PolicySettings, SafetyGuard, SafetySettings, Trip
 from deskpilot.safety._policy import ConfirmPrompt
@@ -347,21 +347,14 @@ class _Run:
     def _write_run_info(self) -> None:
         config, runlog = self.config, self.runlog
         runlog.write_run_info(
-            {
-                "task": self.task,
-                "scenario": self.scenario.as_dict() if self.scenario else None,
-                "mode": self.mode_name,
-                "toolset": config.agent.toolset,
-                "config": config.as_dict(),
-                "config_sources": dict(config.sources),
-                "config_file": str(config.file) if config.file else None,
-                "deskpilot": __version__,
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "imaging_backend": imaging.BACKEND,
-                "started": round(self.started, 3),
-                "pid": os.getpid(),
-            }
+            run_info(
+                config,
+                task=self.task,
+                scenario=self.scenario.as_dict() if self.scenario else None,
+                mode=self.mode_name,
+                toolset=config.agent.toolset,
+                started=self.started,
+            )
         )
         runlog.write_summary(
             {"task": self.task, "mode": self.mode_name, "outcome": "running", "started": round(self.started, 3)}
@@ -739,6 +732,37 @@ def run_agent(config: AgentConfig, task: str | Scenario, **kwargs: Any) -> RunRe
 
 
 # ---------------------------------------------------------------------- the safety layer
+
+
+def run_info(
+    config: AgentConfig,
+    *,
+    task: str,
+    scenario: dict[str, Any] | None,
+    mode: str,
+    toolset: str,
+    started: float,
+    **more: Any,
+) -> RunInfo:
+    """``run.json``: what ran, with which settings, where and when (every run directory's,
+    an agent run's or an MCP session's; ``more`` adds a mode's own keys at the end)."""
+    # cast: a mode's own keys (``mcp``) are RunInfo's too (tests/unit/rundir/test_records.py).
+    return cast(RunInfo, {
+        "task": task,
+        "scenario": scenario,
+        "mode": mode,
+        "toolset": toolset,
+        "config": config.as_dict(),
+        "config_sources": dict(config.sources),
+        "config_file": str(config.file) if config.file else None,
+        "deskpilot": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "imaging_backend": imaging.BACKEND,
+        "started": round(started, 3),
+        "pid": os.getpid(),
+        **more,
+    })
 
 
 def drives_desktop(hands: Any) -> bool:

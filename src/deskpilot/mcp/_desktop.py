@@ -21,8 +21,6 @@ import asyncio
 import base64
 import contextlib
 import math
-import os
-import platform
 import sys
 import time
 from collections import OrderedDict
@@ -39,7 +37,6 @@ from deskpilot._errors import (
     DeskpilotError,
     RunInterrupted,
 )
-from deskpilot._version import __version__
 from deskpilot.actions import Action
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._limits import resolve_limits
@@ -338,31 +335,25 @@ class Desktop:
         self.capture.shutdown()
 
     def _write_run_info(self) -> None:
+        from deskpilot.agent._run import run_info
+
         assert self.runlog is not None
-        config = self.config
         self.runlog.write_run_info(
-            {
-                "task": "mcp session",
-                "scenario": None,
-                "mode": "mcp",
-                "toolset": "mcp",
-                "config": config.as_dict(),
-                "config_sources": dict(config.sources),
-                "config_file": str(config.file) if config.file else None,
-                "deskpilot": __version__,
-                "python": sys.version.split()[0],
-                "platform": platform.platform(),
-                "imaging_backend": imaging.BACKEND,
-                "started": round(self.started, 3),
-                "pid": os.getpid(),
-                "mcp": {
+            run_info(
+                self.config,
+                task="mcp session",
+                scenario=None,
+                mode="mcp",
+                toolset="mcp",
+                started=self.started,
+                mcp={
                     "coordinates": self.options.coordinates,
                     "max_image": list(self.options.max_image),
                     "max_bytes": self.options.max_bytes,
                     "read_only": self.options.read_only,
                     "max_steps": self.options.max_steps,
                 },
-            }
+            )
         )
 
     def _write_summary(self) -> None:
