@@ -108,10 +108,12 @@ def test_500_then_200_is_retried_to_success():
 
 
 def test_429_with_retry_after_waits_what_the_server_asked():
-    with ModelServer(ScriptedPolicy([Fault.http(429, "rate limited", retry_after=0.2), "ok"])) as server:
+    # Retry-After is whole seconds (RFC 9110 delay-seconds = 1*DIGIT; "0.2" is invalid and
+    # treated as absent, tests/unit/agent/client): the smallest wait a real server can ask.
+    with ModelServer(ScriptedPolicy([Fault.http(429, "rate limited", retry_after=1), "ok"])) as server:
         result = complete(server, body(), backoff=5.0)
         assert isinstance(result, Completion)
-        assert result.timings.retry_wait_s == 0.2  # Retry-After, not the 5 s backoff
+        assert result.timings.retry_wait_s == 1.0  # Retry-After, not the 5 s backoff
 
 
 def test_errors_after_all_retries_carry_the_server_message():
