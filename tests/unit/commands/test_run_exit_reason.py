@@ -15,7 +15,7 @@ OSC52 = "\x1b]52;c;ZXZpbA==\x07"
 
 
 def fake_run(outcome: str, error: str | None) -> Any:
-    def run_agent(config: Any, scenario: Any, *, reporter: Any) -> Any:
+    def run_agent(config: Any, scenario: Any, *, reporter: Any, allow_xwayland: bool = False) -> Any:
         summary = {"outcome": outcome, "error": error}
         return SimpleNamespace(outcome=outcome, error=error, summary=summary, run_dir=Path("runs/x"))
 
