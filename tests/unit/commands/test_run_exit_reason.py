@@ -14,6 +14,13 @@ from deskpilot.cli import main
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"
 
 
+@pytest.fixture(autouse=True)
+def _a_visible_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No display here: `run`'s start-up screen check (tests/unit/capture/
+    test_capture_visibility.py, tests/integration/test_xwayland.py) answers "visible"."""
+    monkeypatch.setattr("deskpilot.capture.check_screen_visible", lambda **_: None)
+
+
 def fake_run(outcome: str, error: str | None) -> Any:
     def run_agent(config: Any, scenario: Any, *, reporter: Any, allow_xwayland: bool = False) -> Any:
         summary = {"outcome": outcome, "error": error}
