@@ -32,6 +32,7 @@ FLOORS: dict[str, int] = {
     "_native": 1,
     "_win32": 1,
     "_x11": 1,
+    "_wayland": 1,
     "imaging": 2,
     "actions": 2,
     "capture": 3,
@@ -52,7 +53,19 @@ FLOORS: dict[str, int] = {
 }
 
 #: Modules that may import ctypes: the platform bindings and the OS backends built on them.
-CTYPES_ALLOWED = ("_win32/", "_x11/", "capture/_gdi.py", "capture/_mss.py", "input/_xtest.py", "input/_sendinput.py")
+CTYPES_ALLOWED = (
+    "_win32/",
+    "_x11/",
+    "_wayland/",
+    "capture/_gdi.py",
+    "capture/_mss.py",
+    "capture/_mutter.py",
+    "capture/_wlroots.py",
+    "input/_xtest.py",
+    "input/_sendinput.py",
+    "input/_mutter.py",
+    "input/_wlroots.py",
+)
 
 
 def _modules() -> Iterator[Path]:
