@@ -49,7 +49,6 @@ __all__ = [
     "RunLogError",
     "ScreenNotVisibleError",
     "StatelessError",
-    "ToolError",
     "UnknownKeyError",
 ]
 
@@ -65,8 +64,8 @@ class DeskpilotError(Exception):
         │   └── InvalidBoxError             a model-supplied box the agent reports back
         ├── ArgumentError (ValueError)      a model's action arguments refused, with the
         │                                   error type the model reads (deskpilot.actions);
-        │                                   old name: ToolError. Becomes an
-        │                                   ``{ok: false}`` payload, never a crash
+        │                                   becomes an ``{ok: false}`` payload, never a
+        │                                   crash
         ├── PlatformError (OSError)         an OS call failed (Win32/X11), with details
         │   ├── CaptureError                screen capture could not be done
         │   │   └── ScreenNotVisibleError   capture would be blind: the X display is
@@ -217,11 +216,6 @@ class ModelStreamError(ModelResponseError):
     """A streamed answer reported an error event (llama.cpp's ``error:`` field, an
     ``event: error``, a chunk with ``error``) or ended before it finished (no
     ``finish_reason`` and no ``data: [DONE]``): the run ends ``server_error``."""
-
-
-#: The name tools used for a refused argument before :class:`ArgumentError` covered every
-#: caller (tools, team, stateless, input); the same class, kept for existing imports.
-ToolError = ArgumentError
 
 
 class ActionDeniedError(DeskpilotError):

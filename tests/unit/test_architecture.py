@@ -251,3 +251,67 @@ def test_unit_tests_mirror_the_package_layout() -> None:
     assert not strays, "test folders with no package or module of the same path in src/deskpilot: " + ", ".join(strays)
     folders = {p.parent for p in UNIT.rglob("test_*.py")}
     assert len(folders) > 10, "the unit tests are grouped by package"
+
+
+def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a module's top level, through ``if``/``try`` (platform branches)."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _top_level(node.body)
+            yield from _top_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            yield from _top_level(node.body)
+            yield from _top_level(node.orelse)
+            for handler in node.handlers:
+                yield from _top_level(handler.body)
+        else:
+            yield node
+
+
+def _type_definitions(source: str) -> Iterator[tuple[str, str]]:
+    """``(name, what)`` for each class and type alias a module defines at its top level:
+    ``what`` is the class's own marker, or the alias's value as written (two aliases written
+    alike are one type: ``Literal["a"] == Literal["a"]``, ``dict[str, Any] == dict[str, Any]``)."""
+    for node in _top_level(ast.parse(source).body):
+        if isinstance(node, ast.ClassDef):
+            yield node.name, "class"
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            if ast.unparse(node.annotation).endswith("TypeAlias"):
+                yield node.target.id, ast.unparse(node.value)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            # A capitalised name bound to a type expression (``X = A | B``, ``X = Literal[...]``,
+            # ``X = TypedDict(...)``) is a type alias; an ALL_CAPS name is a constant.
+            if name.lstrip("_")[:1].isupper() and not name.isupper() and isinstance(node.value, (ast.BinOp, ast.Subscript, ast.Call)):
+                yield name, ast.unparse(node.value)
+
+
+def _same_name_different_types(sources: dict[str, str]) -> dict[str, list[str]]:
+    seen: dict[str, dict[str, str]] = {}
+    for module, source in sources.items():
+        for name, what in _type_definitions(source):
+            seen.setdefault(name, {})[module] = f"class in {module}" if what == "class" else what
+    return {name: sorted(where) for name, where in seen.items() if len(set(where.values())) > 1}
+
+
+def test_one_name_per_concept() -> None:
+    """No two different classes or type aliases share a name anywhere in the package (a
+    name used twice is the same type re-exported): ``ToolError`` and ``ArgumentError`` were
+    one class under two names, and ``Action``, ``ActionRecord`` and ``Policy`` each meant two
+    different things."""
+    sources = {path.relative_to(SRC).as_posix(): path.read_text(encoding="utf-8") for path in _modules()}
+    clashes = _same_name_different_types(sources)
+    assert not clashes, "one name, different types (rename one to what it is):\n" + "\n".join(
+        f"{name}: {', '.join(where)}" for name, where in sorted(clashes.items())
+    )
+
+
+def test_the_one_name_test_catches_a_second_meaning() -> None:
+    clashes = _same_name_different_types({
+        "actions.py": "Action: TypeAlias = Click | Drag\nButton = Literal['left', 'right']\n",
+        "agent/modes/stateless/_protocol.py": "class Action:\n    name: str\n",
+        "input/_base.py": "Button = Literal['left', 'right']\n",  # the same type written again
+        "safety/_policy.py": "Verdict = Literal['allow', 'deny']\n",
+        "eval/_task.py": "Verdict = bool | tuple[bool, str]\nMAX = 3\n",
+    })
+    assert clashes == {"Action": ["actions.py", "agent/modes/stateless/_protocol.py"], "Verdict": ["eval/_task.py", "safety/_policy.py"]}

@@ -90,9 +90,9 @@ EXPECTED_ALL: dict[str, list[str]] = {
     "deskpilot.agent.modes.stateless": [
         "ACTION_NAMES",
         "MODE",
-        "Action",
         "BBox",
         "Rejection",
+        "ReplyAction",
         "StatelessError",
         "StatelessMode",
         "StatelessSettings",
@@ -108,7 +108,6 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "MODE",
         "PLANNER_EXECUTOR",
         "VARIANTS",
-        "ActionRecord",
         "AgentMemory",
         "ArchiveArgs",
         "CompletionArgs",
@@ -117,6 +116,7 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "ExecutionLog",
         "KeyArgs",
         "LoopDetector",
+        "MemoryEntry",
         "ParsedCall",
         "PlanArgs",
         "PointerArgs",
@@ -255,7 +255,6 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "RunLogError",
         "ScreenNotVisibleError",
         "StatelessError",
-        "ToolError",
         "UnknownKeyError",
     ],
     "deskpilot.geometry": [
@@ -390,9 +389,9 @@ EXPECTED_ALL: dict[str, list[str]] = {
         "ImageInfo",
         "ModelServer",
         "PixelPolicy",
-        "Policy",
         "RecordedRequest",
         "Reply",
+        "ReplyPolicy",
         "ScriptedPolicy",
         "StatelessPolicy",
         "TeamPolicy",
@@ -426,7 +425,6 @@ NOT_IN_ERROR_TREE: set[str] = set()
 #: The module that defined each exception before it moved into deskpilot._errors (under
 #: the module's current path, where the rooms moved it); those imports keep working.
 OLD_HOMES = [
-    ("deskpilot.agent.tools._core", "ToolError"),
     ("deskpilot.agent.modes.stateless._engine", "StatelessError"),
     ("deskpilot.rundir._writer", "RunLogError"),
     ("deskpilot.safety._policy", "NoTerminalError"),
@@ -530,7 +528,7 @@ def test_moved_errors_keep_their_old_imports(module: str, member: str) -> None:
 
 
 def test_moved_errors_keep_their_details() -> None:
-    tool = errors.ToolError("invalid_args", "x must be 0..1000")
+    tool = errors.ArgumentError("invalid_args", "x must be 0..1000")
     assert (tool.kind, tool.message, tool.details) == ("invalid_args", "x must be 0..1000", {"kind": "invalid_args"})
     rejected = errors.AnnotationRejected("stale seq", status=409, seq=3)
     assert rejected.status == 409

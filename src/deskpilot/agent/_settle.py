@@ -366,11 +366,11 @@ def _last_burst(times: list[float]) -> float:
     return start
 
 
-Probe = Callable[[], Awaitable[tuple[Hashable, T]]]
+Prober = Callable[[], Awaitable[tuple[Hashable, T]]]
 
 
 async def settle(
-    probe: Probe[T],
+    probe: Prober[T],
     policy: SettlePolicy,
     baseline: Hashable | None = None,
     *,
@@ -423,7 +423,7 @@ class DamageSource(Protocol):
 
 
 async def settle_on_damage(
-    probe: Probe[T],
+    probe: Prober[T],
     policy: SettlePolicy,
     source: DamageSource,
     baseline: Hashable | None = None,

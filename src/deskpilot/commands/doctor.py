@@ -22,7 +22,7 @@ from deskpilot.commands.run import add_model_options, add_xwayland_option, confi
 __all__ = [
     "OLLAMA_DEFAULT_CTX",
     "PROBE_COLORS",
-    "Check",
+    "CheckResult",
     "image_check",
     "register",
     "request_tokens",
@@ -32,7 +32,7 @@ __all__ = [
 
 
 @dataclass
-class Check:
+class CheckResult:
     name: str
     status: str  # PASS | WARN | FAIL | SKIP
     detail: str
@@ -52,22 +52,22 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=handle)
 
 
-def _display_check() -> tuple[Check, bool]:
+def _display_check() -> tuple[CheckResult, bool]:
     if sys.platform == "win32":
-        return Check("display", "PASS", "Windows desktop"), True
+        return CheckResult("display", "PASS", "Windows desktop"), True
     display = os.environ.get("DISPLAY")
     if not display:
         wayland = os.environ.get("WAYLAND_DISPLAY")
         hint = " (Wayland without XWayland's DISPLAY is not supported)" if wayland else ""
-        return Check(
+        return CheckResult(
             "display",
             "FAIL",
             f"DISPLAY is not set{hint}: run on a desktop, or `deskpilot demo` starts Xvfb",
         ), False
-    return Check("display", "PASS", f"DISPLAY={display}"), True
+    return CheckResult("display", "PASS", f"DISPLAY={display}"), True
 
 
-def _screen_check(*, allow_xwayland: bool = False) -> Check:
+def _screen_check(*, allow_xwayland: bool = False) -> CheckResult:
     """Whether a capture of the desktop sees the screen: FAIL on Xwayland (a Wayland
     session: X11 windows only, black elsewhere), WARN when that is allowed."""
     try:
@@ -75,23 +75,23 @@ def _screen_check(*, allow_xwayland: bool = False) -> Check:
 
         found = check_screen_visible(allow_xwayland=allow_xwayland)
     except Exception as exc:  # ScreenNotVisibleError says what to do; anything else, what broke
-        return Check("screen", "FAIL", str(exc))
-    return Check("screen", "WARN" if found.allowed else "PASS", found.describe())
+        return CheckResult("screen", "FAIL", str(exc))
+    return CheckResult("screen", "WARN" if found.allowed else "PASS", found.describe())
 
 
-def _dpi_check() -> Check:
+def _dpi_check() -> CheckResult:
     if sys.platform != "win32":
-        return Check("DPI awareness", "SKIP", "only needed on Windows")
+        return CheckResult("DPI awareness", "SKIP", "only needed on Windows")
     try:
         from deskpilot._win32.dpi import ensure_dpi_awareness
 
         result = ensure_dpi_awareness()
     except Exception as exc:
-        return Check("DPI awareness", "FAIL", f"{type(exc).__name__}: {exc}")
-    return Check("DPI awareness", "PASS" if result.per_monitor else "WARN", result.describe())
+        return CheckResult("DPI awareness", "FAIL", f"{type(exc).__name__}: {exc}")
+    return CheckResult("DPI awareness", "PASS" if result.per_monitor else "WARN", result.describe())
 
 
-def _capture_check(config: Any) -> Check:
+def _capture_check(config: Any) -> CheckResult:
     try:
         from deskpilot.agent._screen import CapturerScreen
 
@@ -109,10 +109,10 @@ def _capture_check(config: Any) -> Check:
         finally:
             screen.close()
     except Exception as exc:
-        return Check("capture", "FAIL", f"{type(exc).__name__}: {exc}")
+        return CheckResult("capture", "FAIL", f"{type(exc).__name__}: {exc}")
     m = shot.mapping.describe()
     # Which kernels did the work is the "imaging core" line's business, not this one's.
-    return Check(
+    return CheckResult(
         "capture",
         "PASS",
         f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
@@ -120,24 +120,24 @@ def _capture_check(config: Any) -> Check:
     )
 
 
-def _core_check() -> Check:
+def _core_check() -> CheckResult:
     """Compiled core or numpy reference kernels, and how to get the compiled one."""
     try:
         from deskpilot import imaging
         from deskpilot.imaging._backend import env_flag, reference_kernels_message
         from deskpilot.imaging._overlay import OVERLAY_BACKEND
     except ImportError as exc:  # DESKPILOT_REQUIRE_NATIVE=1 without a core, or a stale core
-        return Check("imaging core", "FAIL", str(exc))
+        return CheckResult("imaging core", "FAIL", str(exc))
     if imaging.BACKEND == "native" and OVERLAY_BACKEND == "native":
         import importlib
 
         native = importlib.import_module("deskpilot._native.imaging")
         rows = "AVX2 row kernels" if native.simd_enabled() else "scalar row kernels"
-        return Check(
+        return CheckResult(
             "imaging core", "PASS", f"native: compiled core {native.CORE_VERSION} ({rows})"
         )
     if env_flag("DESKPILOT_PURE"):
-        return Check(
+        return CheckResult(
             "imaging core",
             "WARN",
             "reference: numpy kernels chosen by DESKPILOT_PURE=1 (unset it for the compiled core)",
@@ -145,10 +145,10 @@ def _core_check() -> Check:
     missing = (
         "deskpilot._native.imaging" if imaging.BACKEND != "native" else "deskpilot._native.annotate"
     )
-    return Check("imaging core", "WARN", "reference: " + reference_kernels_message(missing))
+    return CheckResult("imaging core", "WARN", "reference: " + reference_kernels_message(missing))
 
 
-def _input_check(config: Any) -> Check:
+def _input_check(config: Any) -> CheckResult:
     backend = "dry" if config.agent.dry_run else config.screen.input_backend
     try:
         from deskpilot.input import InputController
@@ -158,8 +158,8 @@ def _input_check(config: Any) -> Check:
             desktop = hands.desktop
             name = getattr(hands.backend, "name", backend)
     except Exception as exc:
-        return Check("input", "FAIL", f"{type(exc).__name__}: {exc}")
-    return Check(
+        return CheckResult("input", "FAIL", f"{type(exc).__name__}: {exc}")
+    return CheckResult(
         "input",
         "PASS",
         f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}",
@@ -201,15 +201,15 @@ def _colors_named(answer: str) -> set[str]:
     return named
 
 
-def image_check(expected: str, answer: str, ms: float) -> Check:
+def image_check(expected: str, answer: str, ms: float) -> CheckResult:
     """PASS when the answer names the probe's colour (and no other), else WARN."""
     named = _colors_named(answer)
     excerpt = answer.strip().replace("\n", " ")[:80]
     if named == {expected}:
-        return Check(
+        return CheckResult(
             "images", "PASS", f"the model named the {expected} probe image correctly ({ms:.0f} ms)"
         )
-    return Check(
+    return CheckResult(
         "images",
         "WARN",
         f"model may not see images: asked for the colour of a {expected} image, it answered {excerpt!r}",
@@ -227,11 +227,11 @@ def _answer_text(completion: Any) -> str:
     return strip_think(completion.content or "")
 
 
-async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]:
+async def _model_checks(config: Any, *, probe: str | None = None) -> list[CheckResult]:
     from deskpilot.agent.client._chat import ChatClient
     from deskpilot.agent.client._history import History
 
-    checks: list[Check] = []
+    checks: list[CheckResult] = []
     model = config.model
     async with ChatClient(
         model.endpoint,
@@ -245,10 +245,10 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
             ids = await client.models()
             ms = (time.perf_counter() - started) * 1000
         except Exception as exc:
-            checks.append(Check("endpoint", "FAIL", str(exc)))
+            checks.append(CheckResult("endpoint", "FAIL", str(exc)))
             return checks
         checks.append(
-            Check(
+            CheckResult(
                 "endpoint",
                 "PASS",
                 f"{client.models_url} answered in {ms:.0f} ms: {len(ids)} model(s)",
@@ -256,14 +256,14 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
         )
         if ids and model.model not in ids:
             checks.append(
-                Check(
+                CheckResult(
                     "model",
                     "WARN",
                     f"{model.model!r} is not listed ({', '.join(ids[:5])}); the server may load it on demand",
                 )
             )
         elif ids:
-            checks.append(Check("model", "PASS", f"{model.model!r} is loaded"))
+            checks.append(CheckResult("model", "PASS", f"{model.model!r} is loaded"))
         checks.extend(await _server_checks(client, config))
         tool = {
             "type": "function",
@@ -289,21 +289,21 @@ async def _model_checks(config: Any, *, probe: str | None = None) -> list[Check]
             completion = await client.complete(body, context={"check": "doctor"})
             ms = (time.perf_counter() - started) * 1000
         except Exception as exc:
-            checks.append(Check("images + tools", "FAIL", str(exc)))
+            checks.append(CheckResult("images + tools", "FAIL", str(exc)))
             return checks
         checks.append(image_check(color, _answer_text(completion), ms))
         if completion.tool_calls:
             call = completion.tool_calls[0]
             source = " (parsed from the text)" if call.source != "native" else ""
             checks.append(
-                Check(
+                CheckResult(
                     "tools", "PASS", f"the model called {call.name}({call.raw_arguments}){source}"
                 )
             )
         else:
             excerpt = completion.content.strip().replace("\n", " ")[:80]
             checks.append(
-                Check("tools", "WARN", f"the model answered without a tool call: {excerpt!r}")
+                CheckResult("tools", "WARN", f"the model answered without a tool call: {excerpt!r}")
             )
     return checks
 
@@ -350,11 +350,11 @@ async def _server_context(client: Any, profile: str, models: list[dict[str, Any]
     return None
 
 
-async def _server_checks(client: Any, config: Any) -> list[Check]:
+async def _server_checks(client: Any, config: Any) -> list[CheckResult]:
     """Which server this is (the profile), and whether this config's requests fit its context."""
     from deskpilot.agent.client._servers import detect_profile
 
-    checks: list[Check] = []
+    checks: list[CheckResult] = []
     models: list[dict[str, Any]] = []
     server_header = ""
     try:
@@ -368,11 +368,11 @@ async def _server_checks(client: Any, config: Any) -> list[Check]:
     chosen = config.model.server
     how = f"owned_by {owned_by!r}" if owned_by else (f"Server: {server_header}" if server_header else "the URL")
     if chosen == "auto":
-        checks.append(Check("server", "PASS", f"{detected} (detected from {how}); --server overrides"))
+        checks.append(CheckResult("server", "PASS", f"{detected} (detected from {how}); --server overrides"))
     elif detected not in (chosen, "generic"):
-        checks.append(Check("server", "WARN", f"--server {chosen}, but it looks like {detected} (from {how})"))
+        checks.append(CheckResult("server", "WARN", f"--server {chosen}, but it looks like {detected} (from {how})"))
     else:
-        checks.append(Check("server", "PASS", f"{chosen} (--server)"))
+        checks.append(CheckResult("server", "PASS", f"{chosen} (--server)"))
     profile = detected if chosen == "auto" else chosen
     need = request_tokens(config)
     ctx = await _server_context(client, profile, models, config.model.model)
@@ -381,42 +381,42 @@ async def _server_checks(client: Any, config: Any) -> list[Check]:
         fix = ("start the server with OLLAMA_CONTEXT_LENGTH=32768 (or a model with PARAMETER num_ctx 32768): "
                "Ollama silently drops the oldest messages beyond its context, and that is the task")
         if need > ctx:
-            checks.append(Check("context", "WARN", f"a request needs about {need} tokens; Ollama's default "
+            checks.append(CheckResult("context", "WARN", f"a request needs about {need} tokens; Ollama's default "
                                                    f"context is {ctx} (GPUs under 23 GiB): {fix}"))
         else:
-            checks.append(Check("context", "PASS", f"about {need} tokens per request; Ollama's default is {ctx}"))
+            checks.append(CheckResult("context", "PASS", f"about {need} tokens per request; Ollama's default is {ctx}"))
         return checks
     if ctx is None:
-        checks.append(Check("context", "SKIP", f"the server does not say its context length; a request needs "
+        checks.append(CheckResult("context", "SKIP", f"the server does not say its context length; a request needs "
                                                f"about {need} tokens"))
     elif need > ctx:
-        checks.append(Check("context", "WARN", f"a request needs about {need} tokens, the model runs with {ctx}: "
+        checks.append(CheckResult("context", "WARN", f"a request needs about {need} tokens, the model runs with {ctx}: "
                                                "use smaller screenshots (--image-size), keep fewer "
                                                "(history.keep_last_screenshots) or load it with a longer context"))
     else:
-        checks.append(Check("context", "PASS", f"about {need} tokens per request fit the context of {ctx}"))
+        checks.append(CheckResult("context", "PASS", f"about {need} tokens per request fit the context of {ctx}"))
     return checks
 
 
 def run_checks(
     config: Any, *, model: bool = True, probe: str | None = None, allow_xwayland: bool = False
-) -> list[Check]:
-    checks: list[Check] = []
+) -> list[CheckResult]:
+    checks: list[CheckResult] = []
     display, has_display = _display_check()
     checks.append(display)
     if has_display or os.environ.get("WAYLAND_DISPLAY"):
         # Without DISPLAY, a Wayland session still gets the line that says what to do.
         checks.append(_screen_check(allow_xwayland=allow_xwayland))
     else:
-        checks.append(Check("screen", "SKIP", "no display"))
+        checks.append(CheckResult("screen", "SKIP", "no display"))
     checks.append(_dpi_check())
     checks.append(_core_check())
     if has_display:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
     else:
-        checks.append(Check("capture", "SKIP", "no display"))
-        checks.append(Check("input", "SKIP", "no display"))
+        checks.append(CheckResult("capture", "SKIP", "no display"))
+        checks.append(CheckResult("input", "SKIP", "no display"))
     if model:
         checks.extend(asyncio.run(_model_checks(config, probe=probe)))
     return checks
@@ -439,7 +439,7 @@ def handle(args: argparse.Namespace) -> int:
     return 1 if any(c.status == "FAIL" for c in checks) else 0
 
 
-def verdict(checks: list[Check]) -> str:
+def verdict(checks: list[CheckResult]) -> str:
     """The last line: "all checks passed" only when no check failed or warned."""
     failed = sum(c.status == "FAIL" for c in checks)
     warned = sum(c.status == "WARN" for c in checks)

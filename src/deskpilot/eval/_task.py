@@ -38,13 +38,13 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["SUITES", "Check", "Step", "Suite", "Task", "load_suite", "resolve_args", "run_check"]
+__all__ = ["SUITES", "StateCheck", "Step", "Suite", "Task", "load_suite", "resolve_args", "run_check"]
 
 State = dict[str, Any]
 Layout = Mapping[str, Sequence[int]]
 #: A checker's verdict: success, or (success, what it saw).
-Verdict = bool | tuple[bool, str]
-Check = Callable[[State], Verdict]
+CheckVerdict = bool | tuple[bool, str]
+StateCheck = Callable[[State], CheckVerdict]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,7 @@ class Task:
     name: str
     instruction: str
     app: tuple[str, ...]
-    check: Check | str | None = None
+    check: StateCheck | str | None = None
     check_command: tuple[str, ...] | None = None
     solution: tuple[Step, ...] = ()
     #: The scripted model's final answer once the solution is played.
@@ -120,7 +120,7 @@ class Suite:
         raise ConfigError(f"suite {self.name!r} has no task {name!r}")
 
 
-def _import_callable(ref: str) -> Check:
+def _import_callable(ref: str) -> StateCheck:
     module, sep, attr = ref.partition(":")
     if not sep:
         raise ConfigError(f"a checker is 'module:function', got {ref!r}")

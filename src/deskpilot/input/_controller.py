@@ -36,7 +36,7 @@ BACKENDS: tuple[str, ...] = ("auto", "dry", "sendinput", "xtest")
 _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
 
 #: A coordinate: any real number, numpy integers and floats included (rounded to a pixel).
-Coordinate: TypeAlias = float | SupportsFloat
+PixelCoordinate: TypeAlias = float | SupportsFloat
 
 
 def make_backend(name: str) -> InputBackend:
@@ -129,7 +129,7 @@ class InputController:
     def position(self) -> tuple[int, int]:
         return self._backend.position()
 
-    def clamp(self, x: Coordinate, y: Coordinate) -> tuple[int, int]:
+    def clamp(self, x: PixelCoordinate, y: PixelCoordinate) -> tuple[int, int]:
         """Validate and clamp a point onto the desktop."""
         px, py = _coordinate(x, "x"), _coordinate(y, "y")
         d = self._backend.desktop()
@@ -191,14 +191,14 @@ class InputController:
 
     # -- mouse ----------------------------------------------------------------------
 
-    def move(self, x: Coordinate, y: Coordinate) -> tuple[int, int]:
+    def move(self, x: PixelCoordinate, y: PixelCoordinate) -> tuple[int, int]:
         """Move the pointer; returns the (clamped) physical point."""
         point = self.clamp(x, y)
         with self._atomic():
             self._backend.move(*point)
         return point
 
-    def _maybe_move(self, x: Coordinate | None, y: Coordinate | None) -> None:
+    def _maybe_move(self, x: PixelCoordinate | None, y: PixelCoordinate | None) -> None:
         if (x is None) != (y is None):
             raise InputArgumentError("give both x and y, or neither", x=repr(x), y=repr(y))
         if x is not None and y is not None:
@@ -217,7 +217,7 @@ class InputController:
             self._release((), [b], force=True)
 
     def click(
-        self, x: Coordinate | None = None, y: Coordinate | None = None, button: Button = "left", count: SupportsIndex = 1
+        self, x: PixelCoordinate | None = None, y: PixelCoordinate | None = None, button: Button = "left", count: SupportsIndex = 1
     ) -> None:
         """Click ``count`` (1-3) times at ``(x, y)`` (or where the pointer is)."""
         b = _button(button)
@@ -232,10 +232,10 @@ class InputController:
 
     def drag(
         self,
-        start: Sequence[Coordinate],
-        end: Sequence[Coordinate] | None = None,
+        start: Sequence[PixelCoordinate],
+        end: Sequence[PixelCoordinate] | None = None,
         *,
-        path: Sequence[Sequence[Coordinate]] | None = None,
+        path: Sequence[Sequence[PixelCoordinate]] | None = None,
         duration: float = 0.3,
         steps: SupportsIndex = 20,
         button: Button = "left",
@@ -270,7 +270,7 @@ class InputController:
             finally:
                 self._release((), [b])
 
-    def _pair(self, point: Sequence[Coordinate], what: str) -> tuple[int, int]:
+    def _pair(self, point: Sequence[PixelCoordinate], what: str) -> tuple[int, int]:
         # A numpy array of two numbers is a pair too (it is no collections.abc.Sequence).
         if isinstance(point, (str, bytes)) or not hasattr(point, "__getitem__") or not hasattr(point, "__len__"):
             raise InputArgumentError(f"{what} must be an (x, y) pair, got {point!r}")
@@ -291,7 +291,7 @@ class InputController:
         return route
 
     def scroll(
-        self, x: Coordinate | None = None, y: Coordinate | None = None, *, dy: SupportsIndex = 0, dx: SupportsIndex = 0
+        self, x: PixelCoordinate | None = None, y: PixelCoordinate | None = None, *, dy: SupportsIndex = 0, dx: SupportsIndex = 0
     ) -> None:
         """Scroll by notches at ``(x, y)``: ``dy`` > 0 down, ``dx`` > 0 right."""
         vertical = _count(dy, "dy", -1000, 1000)

@@ -56,8 +56,8 @@ __all__ = [
     "Coordinates",
     "Desktop",
     "DesktopOptions",
-    "Frame",
     "ImageResult",
+    "SeenFrame",
     "StepResult",
 ]
 
@@ -75,7 +75,7 @@ Coordinates = Literal["pixels", "norm1000"]
 
 
 @dataclass(frozen=True, slots=True)
-class Frame:
+class SeenFrame:
     """A screenshot the client saw: the mapping of its pixels and the screen it was taken on."""
 
     id: str
@@ -90,7 +90,7 @@ class ImageResult:
     """A screenshot as the tool result carries it."""
 
     png: bytes
-    frame: Frame
+    frame: SeenFrame
     cursor: tuple[int, int] | None
     #: The image's base64 text length (what the size cap bounds).
     b64_bytes: int
@@ -174,8 +174,8 @@ class Desktop:
         self.ctx: ToolContext | None = None
         self.view_key: tuple[int | None, tuple[int, int]] | None = None
         self._screen: Screen | None = None
-        self.frames: OrderedDict[str, Frame] = OrderedDict()
-        self.last_frame: Frame | None = None
+        self.frames: OrderedDict[str, SeenFrame] = OrderedDict()
+        self.last_frame: SeenFrame | None = None
         self.layout: tuple[tuple[int, int, int, int], ...] = ()
         self.steps = 0
         self.calls = 0
@@ -391,9 +391,9 @@ class Desktop:
         return str(self.runlog.path)
 
     # ------------------------------------------------------------------ frames
-    def _register(self, mapping: Mapping) -> Frame:
+    def _register(self, mapping: Mapping) -> SeenFrame:
         self._frame_numbers += 1
-        frame = Frame(f"f{self._frame_numbers}", mapping, self.layout, self._monitor_index())
+        frame = SeenFrame(f"f{self._frame_numbers}", mapping, self.layout, self._monitor_index())
         self.frames[frame.id] = frame
         while len(self.frames) > FRAMES_KEPT:
             self.frames.popitem(last=False)
@@ -413,7 +413,7 @@ class Desktop:
         self.layout = layout
         return changed
 
-    async def frame_for(self, frame_id: str | None) -> Frame:
+    async def frame_for(self, frame_id: str | None) -> SeenFrame:
         """The frame a call's coordinates refer to (None: the last screenshot's), refused
         when the screen's geometry changed since it was taken."""
         if frame_id is None:
@@ -435,7 +435,7 @@ class Desktop:
             )
         return frame
 
-    def point(self, frame: Frame, x: float, y: float, coordinates: Coordinates | None) -> tuple[int, int]:
+    def point(self, frame: SeenFrame, x: float, y: float, coordinates: Coordinates | None) -> tuple[int, int]:
         """The physical pixel a call's ``x``, ``y`` name on ``frame``."""
         x, y = _finite(x, "x"), _finite(y, "y")
         mode = coordinates or self.options.coordinates
@@ -674,7 +674,7 @@ class Desktop:
         turn.timer.add("capture", (time.perf_counter() - started) * 1000)
         return await self._image(turn, _fitted(shot, box), max_bytes)
 
-    async def zoom(self, turn: Turn, frame: Frame, corners: tuple[tuple[int, int], tuple[int, int]],
+    async def zoom(self, turn: Turn, frame: SeenFrame, corners: tuple[tuple[int, int], tuple[int, int]],
                    max_bytes: int | None = None) -> ImageResult:
         """The physical rectangle between two corners at native resolution (at least
         64 px a side), as a frame of its own: coordinates on it act there."""

@@ -86,7 +86,7 @@ def _refusal(exc: BaseException) -> ToolError:
     return ToolError(f"{type(exc).__name__}: {exc}")
 
 
-class _Server(MCPServer[Any]):
+class _McpServer(MCPServer[Any]):
     """MCPServer that refuses argument names a tool does not have (the SDK ignores them)
     and records calls refused before a tool ran (malformed arguments) as turns."""
 
@@ -114,7 +114,7 @@ class _Server(MCPServer[Any]):
 
 def build_server(desktop: Desktop, *, tools: tuple[str, ...] | None = None) -> MCPServer[Any]:
     """The MCP server of ``desktop``: ``tools`` (None: all; ``--read-only``: the looking ones)."""
-    server = _Server(
+    server = _McpServer(
         desktop,
         name="deskpilot",
         title="deskpilot desktop",

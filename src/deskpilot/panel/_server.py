@@ -33,7 +33,7 @@ __all__ = ["PanelServer"]
 log = logging.getLogger("deskpilot.panel")
 
 
-class _Server(uvicorn.Server):
+class _UvicornServer(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         # The agent handles SIGINT/SIGTERM itself (stop within a second, release keys).
@@ -87,7 +87,7 @@ class PanelServer:
         PanelAccess(host, port, token=self.token, allowed_hosts=self.allowed_hosts)
         self.access: PanelAccess | None = None
         self.port: int | None = None
-        self._server: _Server | None = None
+        self._server: _UvicornServer | None = None
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -112,7 +112,7 @@ class PanelServer:
             return self.url + "/"
         return f"{self.url}/?token={quote(self.token, safe='')}"
 
-    def _make(self) -> tuple[_Server, socket.socket]:
+    def _make(self) -> tuple[_UvicornServer, socket.socket]:
         sock = _bind(self.host, self.requested_port)
         self.port = int(sock.getsockname()[1])
         self.access = PanelAccess(
@@ -129,7 +129,7 @@ class PanelServer:
             timeout_graceful_shutdown=1,
             timeout_keep_alive=5,
         )
-        return _Server(config), sock
+        return _UvicornServer(config), sock
 
     async def start(self) -> None:
         """Serve from the running loop; returns once the server accepts connections."""

@@ -32,7 +32,7 @@ __all__ = [
     "ModelRecord",
     "ModelTimingsRecord",
     "ObservationRecord",
-    "PhaseStats",
+    "PhaseStatsRecord",
     "RejectedCallRecord",
     "ReplyRecord",
     "RequestRecord",
@@ -294,7 +294,7 @@ class TotalsRecord(TypedDict, total=False):
     frames_encoded: int
 
 
-class PhaseStats(TypedDict, total=False):
+class PhaseStatsRecord(TypedDict, total=False):
     count: int
     p50_ms: float
     p95_ms: float
@@ -324,7 +324,7 @@ class Summary(TypedDict, total=False):
     screenshots: list[str]
     screenshot_dir: str
     totals: TotalsRecord
-    phases: dict[str, PhaseStats]
+    phases: dict[str, PhaseStatsRecord]
     server: dict[str, Any]
     settle_signal: str
     prefill: dict[str, Any] | None

@@ -24,7 +24,7 @@ headless Chromium driven over CDP), ``_xvfb`` (the one way to start a private Xv
 """
 
 from deskpilot.testing._mode_policies import AutoPolicy, StatelessPolicy, TeamPolicy
-from deskpilot.testing._policies import PixelPolicy, Policy, ScriptedPolicy, find_color
+from deskpilot.testing._policies import PixelPolicy, ReplyPolicy, ScriptedPolicy, find_color
 from deskpilot.testing._replies import Fault, Reply, reply_from_json, tool_call
 from deskpilot.testing._server import ModelServer, RecordedRequest, serve
 from deskpilot.testing._validate import ImageInfo, validate_chat_request
@@ -35,9 +35,9 @@ __all__ = [
     "ImageInfo",
     "ModelServer",
     "PixelPolicy",
-    "Policy",
     "RecordedRequest",
     "Reply",
+    "ReplyPolicy",
     "ScriptedPolicy",
     "StatelessPolicy",
     "TeamPolicy",

@@ -49,7 +49,7 @@ def _join_surrogates(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16")
 
 
-class DemoApp:
+class DemoWindow:
     def __init__(self, out: TextIO, geometry: str | None) -> None:
         self.out = out
         self.root = tk.Tk(className="deskpilot-demo")
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--geometry", default=None, help="Tk geometry WxH+X+Y (default: the whole screen)")
     args = parser.parse_args(argv)
     with open(args.events, "a", encoding="utf-8") as out:
-        DemoApp(out, args.geometry).run()
+        DemoWindow(out, args.geometry).run()
     return 0
 
 

@@ -27,17 +27,19 @@ from deskpilot.testing._replies import Fault, Reply, tool_call
 if TYPE_CHECKING:
     from deskpilot.testing._server import RecordedRequest
 
-__all__ = ["PixelPolicy", "Policy", "ScriptedPolicy", "color_name", "find_color", "resolve_reply"]
+__all__ = ["PixelPolicy", "ReplyPolicy", "ScriptedPolicy", "color_name", "find_color", "resolve_reply"]
 
 Answer = Reply | Fault
 
 
-class Policy(Protocol):
+class ReplyPolicy(Protocol):
+    """How the scripted model server answers a request (not the safety :class:`deskpilot.safety.Policy`)."""
+
     def respond(self, request: RecordedRequest) -> Any:
         """Return (or return an awaitable of) a Reply or a Fault."""
 
 
-async def resolve_reply(policy: Policy | Callable[[RecordedRequest], Any], request: RecordedRequest) -> Answer:
+async def resolve_reply(policy: ReplyPolicy | Callable[[RecordedRequest], Any], request: RecordedRequest) -> Answer:
     """Ask ``policy`` for its answer to ``request`` (sync or async; str/dict accepted)."""
     respond = policy.respond if hasattr(policy, "respond") else policy
     result = respond(request)

@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from deskpilot.testing._http import HTTPConnection, Request, ResponseWriter
-from deskpilot.testing._policies import Policy, resolve_reply
+from deskpilot.testing._policies import ReplyPolicy, resolve_reply
 from deskpilot.testing._replies import Fault, Reply
 from deskpilot.testing._validate import (
     ImageInfo,
@@ -165,7 +165,7 @@ class ModelServer:
 
     def __init__(
         self,
-        policy: Policy | Callable[[RecordedRequest], Any],
+        policy: ReplyPolicy | Callable[[RecordedRequest], Any],
         *,
         host: str = "127.0.0.1",
         port: int = 0,
@@ -555,7 +555,7 @@ class ModelServer:
         raise ValueError(f"unknown fault kind {kind!r}")
 
 
-def serve(policy: Policy | Callable[[RecordedRequest], Any], host: str = "127.0.0.1", port: int = 0,
+def serve(policy: ReplyPolicy | Callable[[RecordedRequest], Any], host: str = "127.0.0.1", port: int = 0,
           *, on_ready: Callable[[ModelServer], None] | None = None, **options: Any) -> None:
     """Run a :class:`ModelServer` in the foreground until Ctrl+C (the ``testserver`` command).
 

@@ -222,10 +222,8 @@ def test_the_overlay_marks_a_performed_action_where_the_model_pointed() -> None:
 def test_every_argument_refusal_is_one_error_type() -> None:
     from deskpilot.agent.modes.stateless._protocol import _Reject
     from deskpilot.agent.modes.team._common import read_key, read_text_to_type
-    from deskpilot.agent.tools._core import ToolError
     from deskpilot.input import InputArgumentError, InputController
 
-    assert ToolError is ArgumentError
     assert issubclass(_Reject, ArgumentError) and _Reject("x needs y").kind == "invalid_args"
     with pytest.raises(ArgumentError) as info:
         InputController("dry").click(1, 2, count=9)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from deskpilot.commands.doctor import Check, verdict
+from deskpilot.commands.doctor import CheckResult, verdict
 
 
 def test_all_checks_passed_only_without_warnings() -> None:
-    ok = Check("capture", "PASS", "fine")
-    warn = Check("images", "WARN", "model may not see images")
-    fail = Check("endpoint", "FAIL", "refused")
-    skip = Check("model", "SKIP", "--no-model")
+    ok = CheckResult("capture", "PASS", "fine")
+    warn = CheckResult("images", "WARN", "model may not see images")
+    fail = CheckResult("endpoint", "FAIL", "refused")
+    skip = CheckResult("model", "SKIP", "--no-model")
     assert verdict([ok, skip]) == "all checks passed"
     assert verdict([ok, warn]) == "no check failed, 1 warning: read the WARN line above"
     assert verdict([warn, warn]) == "no check failed, 2 warnings: read the WARN lines above"

@@ -17,7 +17,7 @@ from deskpilot.agent import load_config
 from deskpilot.agent._screen import Shot
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.mcp import Desktop, DesktopOptions
-from deskpilot.mcp._desktop import Frame, _fit
+from deskpilot.mcp._desktop import SeenFrame, _fit
 
 
 @pytest.mark.parametrize(
@@ -70,8 +70,8 @@ def test_no_image_fits_a_cap_below_the_smallest_one(desktop: Desktop) -> None:
     assert caught.value.kind == "too_large"
 
 
-def frame(width: int, height: int, image: tuple[int, int]) -> Frame:
-    return Frame("f1", Mapping(Rect(0, 0, width, height), *image), ((0, 0, width, height),), 1)
+def frame(width: int, height: int, image: tuple[int, int]) -> SeenFrame:
+    return SeenFrame("f1", Mapping(Rect(0, 0, width, height), *image), ((0, 0, width, height),), 1)
 
 
 @pytest.mark.parametrize(("ix", "iy"), [(0, 0), (959, 539), (480, 270), (123, 456)])

@@ -50,9 +50,9 @@ from typing import Any, Literal, TypeVar
 from deskpilot import actions
 from deskpilot._errors import (
     ActionDeniedError,
+    ArgumentError,
     DeskpilotError,
     InputError,
-    ToolError,
     UnknownKeyError,
 )
 from deskpilot.actions import (
@@ -81,7 +81,6 @@ __all__ = [
     "TextParser",
     "Tool",
     "ToolContext",
-    "ToolError",
     "ToolOutcome",
     "ToolSet",
     "err_payload",
@@ -327,7 +326,7 @@ def _hold_keys(args: dict[str, Any]) -> str | None:
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         value = "+".join(value)
     if not isinstance(value, str):
-        raise ToolError("invalid_args", f"hold must be a key name like 'ctrl', got {value!r}")
+        raise ArgumentError("invalid_args", f"hold must be a key name like 'ctrl', got {value!r}")
     _combo(value)
     return value
 
@@ -437,7 +436,7 @@ def _scroller(fixed_direction: str | None, default_amount: int) -> ToolRun:
         if direction is None:
             raw = args.get("direction", "down")
             if not isinstance(raw, str) or raw.strip().lower() not in _DIRECTIONS:
-                raise ToolError("invalid_args", f"direction must be up, down, left or right, got {raw!r}")
+                raise ArgumentError("invalid_args", f"direction must be up, down, left or right, got {raw!r}")
             direction = raw.strip().lower()
         amount = actions.integer(args, "amount", default=default_amount, low=1, high=50)
         sy, sx = _DIRECTIONS[direction]
@@ -547,7 +546,7 @@ def wait_tool(name: str = "wait") -> Tool:
 async def _zoom(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     box = actions.box(args)
     if box.x2 - box.x1 < 1 or box.y2 - box.y1 < 1:
-        raise ToolError("invalid_box", "zoom needs an area [x1, y1, x2, y2], not a point")
+        raise ArgumentError("invalid_box", "zoom needs an area [x1, y1, x2, y2], not a point")
     region = ctx.mapping.norm_box_to_physical(box)
     return ToolOutcome(
         ok_payload(
@@ -782,7 +781,7 @@ def _refusal(exc: DeskpilotError) -> ToolOutcome | None:
         # The input layer refused (InputArgumentError is an ArgumentError too): the
         # arguments passed the tool's checks, so the action failed.
         return ToolOutcome(err_payload("action_failed", f"{type(exc).__name__}: {exc}"))
-    if isinstance(exc, ToolError):
+    if isinstance(exc, ArgumentError):
         return ToolOutcome(err_payload(exc.kind, exc.message))
     if isinstance(exc, ActionDeniedError):
         # The safety layer's PolicyDenied carries the payload the model should read (why,

@@ -43,11 +43,11 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeGuard
 
+from deskpilot._errors import ArgumentError
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
-    ToolError,
     ToolOutcome,
     ToolSet,
     _combo,
@@ -196,7 +196,7 @@ def _point(
     value = args.get(key)
     if value is None:
         if required:
-            raise ToolError(
+            raise ArgumentError(
                 "missing_box", f"{key} [x, y] (0..1000) is required for action={args.get('action')}"
             )
         return None
@@ -206,11 +206,11 @@ def _point(
         try:
             value = [float(p) for p in parts]
         except ValueError:
-            raise ToolError("invalid_box", f"{key} must be [x, y], got {value!r}") from None
+            raise ArgumentError("invalid_box", f"{key} must be [x, y], got {value!r}") from None
     if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(_finite(v) for v in value):
         # nan, inf and numbers too large for a double are refused, never clamped onto an
         # edge and clicked (trycua/cua performs nothing for them either).
-        raise ToolError("invalid_box", f"{key} must be [x, y] with numbers 0..1000, got {_shown(value)}")
+        raise ArgumentError("invalid_box", f"{key} must be [x, y] with numbers 0..1000, got {_shown(value)}")
     return float(value[0]), float(value[1])
 
 
@@ -224,7 +224,7 @@ def _notches(args: dict[str, Any]) -> int:
         with contextlib.suppress(ValueError):
             value = float(value)
     if not _finite(value) or value == 0:
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args", f"pixels must be a non-zero number (positive scrolls up), got {_shown(value)}"
         )
     size = abs(value)
@@ -241,7 +241,7 @@ def _keys(args: dict[str, Any]) -> str:
         or not value
         or not all(isinstance(k, str) and k.strip() for k in value)
     ):
-        raise ToolError(
+        raise ArgumentError(
             "missing_key", f'keys must be a list of key names, e.g. ["ctrl", "c"], got {value!r}'
         )
     combo = "+".join(k.strip() for k in value)
@@ -255,21 +255,21 @@ def _keys(args: dict[str, Any]) -> str:
 async def _terminate(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
     status = args.get("status", "success")
     if status not in ("success", "failure"):
-        raise ToolError("invalid_args", f"status must be success or failure, got {status!r}")
+        raise ArgumentError("invalid_args", f"status must be success or failure, got {status!r}")
     return ToolOutcome(ok_payload(action="terminate", status=status), final=(str(status), ""))
 
 
 async def _answer(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
     text = args.get("text")
     if not isinstance(text, str) or not text.strip():
-        raise ToolError("empty_text", "action=answer needs the answer in text")
+        raise ArgumentError("empty_text", "action=answer needs the answer in text")
     return ToolOutcome(ok_payload(action="answer"), final=("success", text.strip()))
 
 
 async def _wait(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
     seconds = args.get("time", 1.0)
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 30:
-        raise ToolError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
+        raise ArgumentError("invalid_args", f"time must be 0..30 seconds, got {seconds!r}")
     await asyncio.sleep(float(seconds))
     return ToolOutcome(ok_payload(action="wait", seconds=float(seconds)), observe=True)
 
@@ -277,7 +277,7 @@ async def _wait(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutc
 async def _type(ctx: ToolContext, action: str, args: dict[str, Any]) -> ToolOutcome:
     text = args.get("text")
     if not isinstance(text, str) or text == "":
-        raise ToolError("empty_text", "action=type needs a non-empty text")
+        raise ArgumentError("empty_text", "action=type needs a non-empty text")
     return typing(text, action="type")
 
 
@@ -333,7 +333,7 @@ _Translator = Callable[[ToolContext, str, dict[str, Any]], Awaitable[ToolOutcome
 async def _computer_use(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     action = args.get("action")
     if not isinstance(action, str) or action not in ACTIONS:
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args", f"action must be one of {', '.join(ACTIONS)}; got {action!r}"
         )
     return await _TRANSLATORS[action](ctx, action, args)

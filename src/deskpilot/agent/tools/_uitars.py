@@ -50,12 +50,12 @@ from typing import Any, Literal
 
 import orjson
 
+from deskpilot._errors import ArgumentError
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll
 from deskpilot.agent.client._toolcalls import ToolCall
 from deskpilot.agent.tools._core import (
     Tool,
     ToolContext,
-    ToolError,
     ToolKind,
     ToolOutcome,
     ToolSet,
@@ -474,10 +474,10 @@ UITARS_REMINDER = (
 def _box_arg(args: dict[str, Any], key: str) -> list[float]:
     value = args.get(key)
     if not isinstance(value, list) or len(value) not in (2, 4):
-        raise ToolError("missing_box", f"{key}='(x,y)' is required")
+        raise ArgumentError("missing_box", f"{key}='(x,y)' is required")
     numbers = [float(v) for v in value]
     if not all(math.isfinite(n) for n in numbers):
-        raise ToolError("invalid_box", f"{key} must hold finite numbers, got {numbers!r}")
+        raise ArgumentError("invalid_box", f"{key} must hold finite numbers, got {numbers!r}")
     return numbers
 
 
@@ -520,7 +520,7 @@ def _scroller(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
             "left": (0, -_SCROLL_NOTCHES),
         }
         if direction not in steps:
-            raise ToolError(
+            raise ArgumentError(
                 "invalid_args", f"direction must be up, down, left or right, got {direction!r}"
             )
         dy, dx = steps[direction]
@@ -537,7 +537,7 @@ def _scroller(version: str) -> Callable[[ToolContext, dict[str, Any]], Any]:
 async def _hotkey(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     key = args.get("key", args.get("hotkey"))
     if not isinstance(key, str) or not key.strip():
-        raise ToolError("missing_key", "hotkey(key='ctrl c') needs the keys, split by spaces")
+        raise ArgumentError("missing_key", "hotkey(key='ctrl c') needs the keys, split by spaces")
     combo = "+".join(key.split())
     _combo(combo)
     return ToolOutcome(ok_payload(key=combo), action=KeyPress(combo))
@@ -546,7 +546,7 @@ async def _hotkey(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
 async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     content = args.get("content")
     if not isinstance(content, str) or content == "":
-        raise ToolError("empty_text", "type(content='...') needs the text")
+        raise ArgumentError("empty_text", "type(content='...') needs the text")
     # The parser kept the model's escapes as text: \n means Enter, \' a quote.
     text = content.replace("\\n", "\n").replace("\\'", "'").replace('\\"', '"')
     # UI-TARS's own executor types the text, then presses Enter for a trailing "\n": one
@@ -557,7 +557,7 @@ async def _type(ctx: ToolContext, args: dict[str, Any]) -> ToolOutcome:
     if submit:
         text = text.rstrip("\n") + "\n"
     if len(text) > ctx.max_type_chars:
-        raise ToolError("text_too_long", f"content has {len(text)} characters; at most {ctx.max_type_chars} per action")
+        raise ArgumentError("text_too_long", f"content has {len(text)} characters; at most {ctx.max_type_chars} per action")
     outcome = typing(text, action="type_text")
     if submit:
         outcome.payload["submitted"] = True

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deskpilot.agent.modes.stateless import ACTION_NAMES, Action, BBox, parse_vlm_output
+from deskpilot.agent.modes.stateless import ACTION_NAMES, BBox, ReplyAction, parse_vlm_output
 
 # -- the happy path ----------------------------------------------------------------------------
 
@@ -48,10 +48,10 @@ def test_valid_reply_is_parsed_in_full() -> None:
         "double_click",
         "done",
     ]
-    assert out.actions[0] == Action("click", 250, 120)
+    assert out.actions[0] == ReplyAction("click", 250, 120)
     assert out.actions[1].text == "hello" and out.actions[2].keys == "ctrl+s"
-    assert out.actions[3] == Action("drag", 100, 100, 300, 150)
-    assert out.actions[4] == Action("scroll", 500, 600, dy=2)
+    assert out.actions[3] == ReplyAction("drag", 100, 100, 300, 150)
+    assert out.actions[4] == ReplyAction("scroll", 500, 600, dy=2)
     assert out.done
     assert out.as_record()["actions"][0] == {"name": "click", "x1": 250, "y1": 120}
 
@@ -83,7 +83,7 @@ def test_coordinates_are_clamped_rounded_and_coerced() -> None:
         ' {"name": "drag", "x": "250.4", "y": 1e9, "x2": 2000, "y2": -0.4}],'
         ' "bboxes": [{"x1": 900, "y1": 950, "x2": 100, "y2": 1200}, [5, 6, 7, 8]]}'
     )
-    assert out.actions == (Action("click", 0, 1000), Action("drag", 250, 1000, 1000, 0))
+    assert out.actions == (ReplyAction("click", 0, 1000), ReplyAction("drag", 250, 1000, 1000, 0))
     # Inverted corners are swapped.
     assert out.bboxes == (BBox(100, 950, 900, 1000), BBox(5, 6, 7, 8))
     assert out.rejected == ()
@@ -96,7 +96,7 @@ def test_fenced_json_with_trailing_commas() -> None:
     text = 'Here you go:\n```json\n{"observation": "fenced", "actions": [{"name": "click", "x1": 1, "y1": 2},],}\n```\nbye'
     out = parse_vlm_output(text)
     assert out.source == "fenced" and out.observation == "fenced"
-    assert out.actions == (Action("click", 1, 2),)
+    assert out.actions == (ReplyAction("click", 1, 2),)
 
 
 def test_first_object_block_inside_prose() -> None:
@@ -110,7 +110,7 @@ def test_the_block_that_is_a_reply_wins_over_an_earlier_example() -> None:
     text = 'Example {"a":1}. Answer: {"observation":"o","actions":[{"type":"click","x":1,"y":2}]}'
     out = parse_vlm_output(text)
     assert out.source == "block" and out.observation == "o"
-    assert out.actions == (Action("click", 1, 2),)
+    assert out.actions == (ReplyAction("click", 1, 2),)
     # Only "bboxes" also marks the reply; nested objects of a non-reply block do not.
     out = parse_vlm_output('{"x": {"observation": "nested"}} then {"bboxes": []}')
     assert out.json_text == '{"bboxes": []}'
@@ -194,7 +194,7 @@ def test_bad_actions_are_rejected_with_a_reason(item: Any, reason: str) -> None:
     out = parse_vlm_output(
         json.dumps({"observation": "o", "actions": [{"name": "move", "x1": 1, "y1": 1}, item]})
     )
-    assert out.actions == (Action("move", 1, 1),)
+    assert out.actions == (ReplyAction("move", 1, 1),)
     assert len(out.rejected) == 1
     rejection = out.rejected[0]
     assert rejection.kind == "action" and rejection.index == 1
@@ -242,7 +242,7 @@ def test_wrong_shapes_of_the_top_level_fields() -> None:
     single = parse_vlm_output(
         '{"observation": "o", "actions": {"name": "click", "x1": 1, "y1": 1}}'
     )
-    assert single.actions == (Action("click", 1, 1),)
+    assert single.actions == (ReplyAction("click", 1, 1),)
     missing = parse_vlm_output('{"actions": []}')
     assert missing.observation == "" and missing.rejected[0].kind == "observation"
 
@@ -363,7 +363,7 @@ def test_reasoning_is_read_for_its_last_complete_answer() -> None:
     text = f"First idea: {draft}. Hmm, no. Answer: {final}\nor maybe {cut}"
     assert parse_vlm_output(text).observation == "draft"  # the content's rule: the first block
     out = parse_vlm_output(text, from_reasoning=True)
-    assert out.observation == "final" and out.actions == (Action("click", 500, 412),)
+    assert out.observation == "final" and out.actions == (ReplyAction("click", 500, 412),)
     fenced = f"```json\n{draft}\n```\nthen\n```json\n{final}\n```"
     assert parse_vlm_output(fenced, from_reasoning=True).observation == "final"
     # A nested object after the answer is not an answer of its own.

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from deskpilot._errors import ConfigError
+from deskpilot._errors import ArgumentError, ConfigError
 from deskpilot.agent.client._toolcalls import ToolCall, parse_arguments
 from deskpilot.agent.modes.team import (
     COMMANDER_OPERATOR,
@@ -32,7 +32,6 @@ from deskpilot.agent.modes.team._common import (
     read_coordinate,
     read_turns,
 )
-from deskpilot.agent.tools._core import ToolError
 from deskpilot.geometry import Mapping, Rect
 from deskpilot.testing import validate_chat_request
 
@@ -45,7 +44,7 @@ def call(name: str, arguments: Any = None) -> ToolCall:
 
 
 def error_kind(fn: Any, *args: Any, **kwargs: Any) -> str:
-    with pytest.raises(ToolError) as info:
+    with pytest.raises(ArgumentError) as info:
         fn(*args, **kwargs)
     return info.value.kind
 
@@ -311,7 +310,7 @@ def _decoded(raw: str) -> tuple[Any, str, Any, Any]:
 
 
 def test_unknown_tool_messages_name_the_owner_or_a_close_match() -> None:
-    with pytest.raises(ToolError, match=r"'spawn_operator' is a planner tool.*available: click_element"):
+    with pytest.raises(ArgumentError, match=r"'spawn_operator' is a planner tool.*available: click_element"):
         parse_call(call("spawn_operator", {}), V002.specs("executor"), other_role=V002.specs("planner"))
-    with pytest.raises(ToolError, match=r"did you mean 'update_execution_plan'"):
+    with pytest.raises(ArgumentError, match=r"did you mean 'update_execution_plan'"):
         parse_call(call("update_plan_execution", {}), V003.specs("planner"))

@@ -18,11 +18,11 @@ from deskpilot.agent.modes._registry import register_mode
 from deskpilot.agent.modes.team import (
     MODE,
     VARIANTS,
-    ActionRecord,
     AgentMemory,
     Coordinate,
     ExecutionLog,
     LoopDetector,
+    MemoryEntry,
     PointerArgs,
     TeamSettings,
     TeamState,
@@ -41,8 +41,8 @@ from deskpilot.input import DryBackend, InputController
 V002, V003 = VARIANTS["002"], VARIANTS["003"]
 
 
-def record(turn: int, tool: str = "click_screen_element", result: str = "Clicked: OK", response: str = "") -> ActionRecord:
-    return ActionRecord(turn, tool, None, result, f"screen_{turn:04d}.png", response)
+def record(turn: int, tool: str = "click_screen_element", result: str = "Clicked: OK", response: str = "") -> MemoryEntry:
+    return MemoryEntry(turn, tool, None, result, f"screen_{turn:04d}.png", response)
 
 
 # ---------------------------------------------------------------------- memory
@@ -88,7 +88,7 @@ def test_memory_recovery_cooldown_and_auto_compression() -> None:
     memory.mark_recovery(5)
     assert [memory.should_recover(t) for t in (6, 8, 9)] == [False, False, True]
     for turn in (2, 3, 4, 5, 6):
-        memory.add_action(ActionRecord(turn, "press_key", None, "ERROR x" if turn == 3 else "ok", "", "", ok=turn != 3))
+        memory.add_action(MemoryEntry(turn, "press_key", None, "ERROR x" if turn == 3 else "ok", "", "", ok=turn != 3))
     auto = memory.auto_compress(keep=2)
     assert auto is not None and auto.archived_turns == (2, 3, 4)
     assert "archived automatically" in auto.snapshot.summary and "1 failed" in auto.snapshot.patterns  # type: ignore[union-attr]
@@ -103,7 +103,7 @@ def test_auto_compression_counts_records_not_turns(keep: int, archived: tuple[in
     memory = AgentMemory(compression_threshold=3)
     for turn in (2, 3, 4):
         memory.add_action(record(turn))
-    memory.add_action(ActionRecord(4, "loop_recovery", None, "performed: key escape", "", ""))
+    memory.add_action(MemoryEntry(4, "loop_recovery", None, "performed: key escape", "", ""))
     auto = memory.auto_compress(keep=keep)
     assert auto is not None and auto.archived_turns == archived
     assert [r.turn for r in memory.active_history] == active and len(active) <= keep
@@ -192,7 +192,7 @@ def test_context_assembly_matches_the_seed_format() -> None:
     state.set_plan("short", "P" * 450)
     state.begin_turn(2)
     state.memory.add_action(
-        ActionRecord(2, "click_screen_element", PointerArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
+        MemoryEntry(2, "click_screen_element", PointerArgs("to open it", "File menu", Coordinate(40, 20)), "Clicked: File menu", "s.png", "LAST_ACTION_RESULT: ok")
     )
     state.begin_turn(3)
     context = state.get_context()

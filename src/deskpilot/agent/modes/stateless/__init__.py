@@ -23,9 +23,9 @@ from deskpilot.agent.modes.stateless._engine import (
 )
 from deskpilot.agent.modes.stateless._protocol import (
     ACTION_NAMES,
-    Action,
     BBox,
     Rejection,
+    ReplyAction,
     VlmOutput,
     parse_vlm_output,
 )
@@ -33,9 +33,9 @@ from deskpilot.agent.modes.stateless._protocol import (
 __all__ = [
     "ACTION_NAMES",
     "MODE",
-    "Action",
     "BBox",
     "Rejection",
+    "ReplyAction",
     "StatelessError",
     "StatelessMode",
     "StatelessSettings",

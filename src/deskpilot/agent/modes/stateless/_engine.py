@@ -57,7 +57,7 @@ from deskpilot.agent.client._history import History, png_data_url
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.modes.stateless._config import StatelessSettings, output_size
 from deskpilot.agent.modes.stateless._prompt import denied_text, system_prompt, user_text
-from deskpilot.agent.modes.stateless._protocol import Action, VlmOutput, parse_vlm_output
+from deskpilot.agent.modes.stateless._protocol import ReplyAction, VlmOutput, parse_vlm_output
 from deskpilot.agent.tools._act import act
 from deskpilot.agent.tools._core import Hands, err_payload
 from deskpilot.geometry import Box, Rect, crop_rect
@@ -428,7 +428,7 @@ class StatelessEngine:
         turn: Turn,
         number: int,
         out: VlmOutput,
-        ran: list[tuple[Action, InputAction]],
+        ran: list[tuple[ReplyAction, InputAction]],
         text: str,
     ) -> tuple[_Saved, str, asyncio.Future[_Saved]]:
         """The screen after the actions, its raw PNG (encoded in the background) and the
@@ -483,7 +483,7 @@ class StatelessEngine:
         return annotated, how, raw_task
 
     @staticmethod
-    def _result_record(turn: Turn, out: VlmOutput, executed: list[tuple[Action, str | None]]) -> None:
+    def _result_record(turn: Turn, out: VlmOutput, executed: list[tuple[ReplyAction, str | None]]) -> None:
         turn.record["result"] = {
             "ok": all(error is None for _, error in executed),
             "actions_run": len(executed),
@@ -543,7 +543,7 @@ class StatelessEngine:
         turn: Turn,
         number: int,
         out: VlmOutput,
-        executed: list[tuple[Action, str | None]],
+        executed: list[tuple[ReplyAction, str | None]],
         text: str,
         raw_task: asyncio.Future[_Saved],
         annotated: _Saved,
@@ -580,7 +580,7 @@ class StatelessEngine:
         return completion.content
 
     def _request_body(
-        self, out: VlmOutput, executed: list[tuple[Action, str | None]], png: bytes, number: int
+        self, out: VlmOutput, executed: list[tuple[ReplyAction, str | None]], png: bytes, number: int
     ) -> bytes:
         history = History(self.system, keep_last_screenshots=1, keep_last_thinks=0)
         text = user_text(
@@ -595,7 +595,7 @@ class StatelessEngine:
         return self.session.request_body(history, tools=[], extra={"top_p": self.settings.top_p})
 
     # ------------------------------------------------------------------ actions
-    def _physical(self, action: Action) -> InputAction:
+    def _physical(self, action: ReplyAction) -> InputAction:
         """The protocol's action in physical pixels, as the tool sets' typed action (what
         the policy checks, the record keeps and replay reads)."""
         assert self.mapping is not None
@@ -625,8 +625,8 @@ class StatelessEngine:
         return Click(point, button, 2 if action.name == "double_click" else 1, source=source)
 
     async def _execute(
-        self, turn: Turn, actions: tuple[Action, ...]
-    ) -> tuple[list[tuple[Action, str | None]], list[tuple[Action, InputAction]]]:
+        self, turn: Turn, actions: tuple[ReplyAction, ...]
+    ) -> tuple[list[tuple[ReplyAction, str | None]], list[tuple[ReplyAction, InputAction]]]:
         """Run the turn's actions in order: ``(outcomes, ran)``.
 
         ``outcomes`` pairs every action that was tried with its error (None when it ran;
@@ -637,8 +637,8 @@ class StatelessEngine:
         """
         s = self.settings
         ctx = self.session.ctx
-        done: list[tuple[Action, str | None]] = []
-        ran: list[tuple[Action, InputAction]] = []
+        done: list[tuple[ReplyAction, str | None]] = []
+        ran: list[tuple[ReplyAction, InputAction]] = []
         records: list[dict[str, Any]] = []
         failed = False
         for action in actions:

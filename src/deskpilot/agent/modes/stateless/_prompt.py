@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from deskpilot.agent._prompts import SECURITY_NOTE, load_prompt
-from deskpilot.agent.modes.stateless._protocol import Action, Rejection
+from deskpilot.agent.modes.stateless._protocol import Rejection, ReplyAction
 
 __all__ = ["denied_text", "system_prompt", "user_text"]
 
@@ -79,7 +79,7 @@ def user_text(
     observation: str,
     *,
     turn: int,
-    executed: Sequence[tuple[Action, str | None]] = (),
+    executed: Sequence[tuple[ReplyAction, str | None]] = (),
     rejected: Sequence[Rejection] = (),
     feedback: bool = True,
 ) -> str:

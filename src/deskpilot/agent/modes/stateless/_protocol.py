@@ -47,9 +47,9 @@ from deskpilot.rundir._records import ReplyRecord
 
 __all__ = [
     "ACTION_NAMES",
-    "Action",
     "BBox",
     "Rejection",
+    "ReplyAction",
     "VlmOutput",
     "parse_vlm_output",
 ]
@@ -114,8 +114,9 @@ Source = Literal["json", "fenced", "block", "text"]
 
 
 @dataclass(frozen=True, slots=True)
-class Action:
-    """One parsed action in 0..1000 coordinates of the working area."""
+class ReplyAction:
+    """One action as the stateless reply names it, in 0..1000 coordinates of the working
+    area (the engine maps it to the typed :class:`deskpilot.actions.Action` it performs)."""
 
     name: str
     x1: int | None = None
@@ -217,7 +218,7 @@ class VlmOutput:
 
     observation: str
     bboxes: tuple[BBox, ...] = ()
-    actions: tuple[Action, ...] = ()
+    actions: tuple[ReplyAction, ...] = ()
     rejected: tuple[Rejection, ...] = ()
     source: Source = "text"
     #: The JSON text that was used (``None`` when the reply held none).
@@ -476,12 +477,12 @@ def _action_name(item: Mapping[str, Any]) -> tuple[str, str]:
     return name, key
 
 
-def _parse_action(item: Any) -> Action:
+def _parse_action(item: Any) -> ReplyAction:
     if not isinstance(item, dict):
         raise _Reject(f"an action must be an object, got {type(item).__name__}")
     name, written = _action_name(item)
     if name == "done":
-        return Action("done")
+        return ReplyAction("done")
     if name == "type":
         text = _string(item, ("text", "value", "content", "string"))
         if not isinstance(text, str):
@@ -490,7 +491,7 @@ def _parse_action(item: Any) -> Action:
             raise _Reject('type needs a non-empty "text"')
         if len(text) > MAX_TEXT_CHARS:
             raise _Reject(f"type text is longer than {MAX_TEXT_CHARS} characters")
-        return Action("type", text=text)
+        return ReplyAction("type", text=text)
     if name == "key":
         keys = _string(item, ("keys", "key", "combo", "hotkey", "text"))
         if isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys):
@@ -502,7 +503,7 @@ def _parse_action(item: Any) -> Action:
             parse_combo(keys)
         except UnknownKeyError as exc:
             raise _Reject(f"key: {exc}") from None
-        return Action("key", keys=keys)
+        return ReplyAction("key", keys=keys)
     x1 = _coord(item, ("x1", "x"), name)
     y1 = _coord(item, ("y1", "y"), name)
     if name == "scroll":
@@ -514,11 +515,11 @@ def _parse_action(item: Any) -> Action:
         y2 = _coord(item, ("y2",), name)
         if x2 is None or y2 is None:
             raise _Reject("drag needs x2 and y2 (0..1000) for the end point")
-        return Action("drag", x1, y1, x2, y2)
-    return Action(name, x1, y1)
+        return ReplyAction("drag", x1, y1, x2, y2)
+    return ReplyAction(name, x1, y1)
 
 
-def _parse_scroll(item: Mapping[str, Any], written: str, x1: int | None, y1: int | None) -> Action:
+def _parse_scroll(item: Mapping[str, Any], written: str, x1: int | None, y1: int | None) -> ReplyAction:
     if (x1 is None) != (y1 is None):
         raise _Reject("scroll needs both x1 and y1, or neither (the centre)")
     if x1 is None or y1 is None:
@@ -543,7 +544,7 @@ def _parse_scroll(item: Mapping[str, Any], written: str, x1: int | None, y1: int
     if dx == 0 and dy == 0:
         raise _Reject('scroll needs "direction" (up/down/left/right) or dy/dx notches')
     clamp = MAX_SCROLL_NOTCHES
-    return Action("scroll", x1, y1, dx=max(-clamp, min(clamp, dx)), dy=max(-clamp, min(clamp, dy)))
+    return ReplyAction("scroll", x1, y1, dx=max(-clamp, min(clamp, dx)), dy=max(-clamp, min(clamp, dy)))
 
 
 def _parse_bbox(item: Any) -> BBox:
@@ -652,7 +653,7 @@ def parse_vlm_output(
         except _Reject as exc:
             rejected.append(Rejection("bbox", exc.reason, index, _excerpt(item)))
 
-    actions: list[Action] = []
+    actions: list[ReplyAction] = []
     action_items = _items(data.get("actions", data.get("action")), "action", "actions", rejected)
     for index, item in enumerate(action_items[:MAX_ITEMS_SCANNED]):
         if len(actions) >= max_actions:

@@ -29,7 +29,7 @@ from deskpilot.agent.modes.team._common import (
 )
 from deskpilot.agent.modes.team._engine import MODE, TeamMode
 from deskpilot.agent.modes.team._execlog import ExecutionLog
-from deskpilot.agent.modes.team._memory import ActionRecord, AgentMemory
+from deskpilot.agent.modes.team._memory import AgentMemory, MemoryEntry
 from deskpilot.agent.modes.team._recovery import (
     LoopDetector,
     action_signature,
@@ -51,7 +51,6 @@ __all__ = [
     "MODE",
     "PLANNER_EXECUTOR",
     "VARIANTS",
-    "ActionRecord",
     "AgentMemory",
     "ArchiveArgs",
     "CompletionArgs",
@@ -60,6 +59,7 @@ __all__ = [
     "ExecutionLog",
     "KeyArgs",
     "LoopDetector",
+    "MemoryEntry",
     "ParsedCall",
     "PlanArgs",
     "PointerArgs",

@@ -6,7 +6,7 @@ names are data (:mod:`~deskpilot.agent.modes.team._variants`); a parsed call is 
 argument dataclasses below whatever the variant, so the engine has one code path.
 
 Parsing never crashes on model output: every problem becomes a
-:class:`~deskpilot.agent.tools._core.ToolError` whose ``kind`` is the seeds' error vocabulary
+:class:`~deskpilot.agent.tools._core.ArgumentError` whose ``kind`` is the seeds' error vocabulary
 (``unknown_tool``, ``invalid_json``, ``invalid_args``, ``missing_label``,
 ``missing_box``, ``invalid_box``, ``empty_text``, ``missing_key``, ``invalid_key``).
 """
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from deskpilot import actions
-from deskpilot._errors import InvalidBoxError
+from deskpilot._errors import ArgumentError, InvalidBoxError
 from deskpilot.agent.client._toolcalls import ToolCall
-from deskpilot.agent.tools._core import ToolError, key_names
+from deskpilot.agent.tools._core import key_names
 from deskpilot.geometry import NORM_MAX, clamp_norm, parse_box
 from deskpilot.geometry import Mapping as GeoMapping
 
@@ -195,9 +195,9 @@ def read_required_text(
     """A non-empty string argument (stripped); ``missing`` is the error kind when absent."""
     value = args.get(name)
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ToolError(missing, f"{name} is required{': ' + hint if hint else ''}")
+        raise ArgumentError(missing, f"{name} is required{': ' + hint if hint else ''}")
     if not isinstance(value, str):
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args", f"{name} must be a string, got {type(value).__name__}: {value!r}"[:300]
         )
     return value.strip()
@@ -215,7 +215,7 @@ def read_optional_text(args: Mapping[str, Any], name: str) -> str:
     if value is None:
         return ""
     if isinstance(value, (bool, dict, list)):
-        raise ToolError("invalid_args", f"{name} must be text, got {type(value).__name__}")
+        raise ArgumentError("invalid_args", f"{name} must be text, got {type(value).__name__}")
     return str(value).strip()
 
 
@@ -234,7 +234,7 @@ def read_coordinate(args: Mapping[str, Any], name: str) -> Coordinate:
     try:
         box = parse_box(value)
     except InvalidBoxError as exc:
-        raise ToolError(exc.kind, f"{name}: {exc}") from None
+        raise ArgumentError(exc.kind, f"{name}: {exc}") from None
     cx, cy = box.center
     return Coordinate(cx, cy)
 
@@ -246,11 +246,11 @@ def read_key(args: Mapping[str, Any], name: str = "key") -> str:
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         value = "+".join(value)
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise ToolError(
+        raise ArgumentError(
             "missing_key", f"{name} is required, e.g. 'enter', 'tab', 'ctrl+c', 'alt+f4'"
         )
     if not isinstance(value, str):
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args", f"{name} must be a string like 'ctrl+c', got {value!r}"[:300]
         )
     actions.combo_names(value, key_names)
@@ -267,7 +267,7 @@ def read_turns(args: Mapping[str, Any], name: str = "archived_turns") -> tuple[i
     """
     value = args.get(name)
     if value is None:
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args",
             f"{name} is required: the list of turn numbers to archive, e.g. [1, 2, 3]",
         )
@@ -281,13 +281,13 @@ def read_turns(args: Mapping[str, Any], name: str = "archived_turns") -> tuple[i
     elif isinstance(value, int) and not isinstance(value, bool):
         items = [value]
     else:
-        raise ToolError(
+        raise ArgumentError(
             "invalid_args", f"{name} must be a list of turn numbers, got {type(value).__name__}"
         )
     turns: set[int] = set()
     for item in items:
         if isinstance(item, bool):
-            raise ToolError("invalid_args", f"{name}: {item!r} is not a turn number")
+            raise ArgumentError("invalid_args", f"{name}: {item!r} is not a turn number")
         if isinstance(item, int):
             turns.add(item)
             continue
@@ -300,13 +300,13 @@ def read_turns(args: Mapping[str, Any], name: str = "archived_turns") -> tuple[i
             if match:
                 low, high = sorted((int(match.group(1)), int(match.group(2))))
                 if high - low > 10_000:
-                    raise ToolError("invalid_args", f"{name}: range {item!r} is too large")
+                    raise ArgumentError("invalid_args", f"{name}: range {item!r} is too large")
                 turns.update(range(low, high + 1))
                 continue
             if re.fullmatch(r"-?\d+", text):
                 turns.add(int(text))
                 continue
-        raise ToolError("invalid_args", f"{name}: {item!r} is not a turn number"[:300])
+        raise ArgumentError("invalid_args", f"{name}: {item!r} is not a turn number"[:300])
     return tuple(sorted(turns))
 
 
@@ -359,7 +359,7 @@ def parse_call(
     *,
     other_role: Mapping[str, ToolSpec] | None = None,
 ) -> ParsedCall:
-    """Decode ``call`` with the tools in ``specs``; raises :class:`ToolError` with the seeds'
+    """Decode ``call`` with the tools in ``specs``; raises :class:`ArgumentError` with the seeds'
     error kinds. ``other_role`` (the other role's tools) makes the unknown-tool message say
     that the tool exists but belongs to the other role."""
     spec = specs.get(call.name)
@@ -374,9 +374,9 @@ def parse_call(
             close = difflib.get_close_matches(call.name, list(specs), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             message = f"unknown tool {shown!r}{hint}; available: {available}"
-        raise ToolError("unknown_tool", message)
+        raise ArgumentError("unknown_tool", message)
     if call.error is not None:
-        raise ToolError(call.error, call.error_message or call.error)
+        raise ArgumentError(call.error, call.error_message or call.error)
     if call.arguments is None:
-        raise ToolError("invalid_args", "arguments must be a JSON object")
+        raise ArgumentError("invalid_args", "arguments must be a JSON object")
     return ParsedCall(call, spec, spec.parse(call.arguments))

@@ -46,7 +46,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
-from deskpilot._errors import DeskpilotError
+from deskpilot._errors import ArgumentError, DeskpilotError
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._session import ModeResult, Session, Turn
 from deskpilot.agent.client._chat import Completion
@@ -64,12 +64,12 @@ from deskpilot.agent.modes.team._common import (
     parse_call,
 )
 from deskpilot.agent.modes.team._execlog import ExecutionLog
-from deskpilot.agent.modes.team._memory import ActionRecord, AgentMemory, CompressionResult
+from deskpilot.agent.modes.team._memory import AgentMemory, CompressionResult, MemoryEntry
 from deskpilot.agent.modes.team._recovery import LoopDetector, action_signature, run_recovery
 from deskpilot.agent.modes.team._settings import TeamParams, TeamSettings, resolve_params
 from deskpilot.agent.modes.team._state import REASONS, TeamState
 from deskpilot.agent.modes.team._tools import INSUFFICIENT_EVIDENCE, executor_toolset
-from deskpilot.agent.tools._core import ToolError, ToolOutcome, err_payload
+from deskpilot.agent.tools._core import ToolOutcome, err_payload
 from deskpilot.rundir._records import CallRecord, TeamTurnRecord
 
 __all__ = ["MODE", "TeamMode"]
@@ -354,7 +354,7 @@ class TeamMode:
         state: TeamState,
         turn: Turn,
         log: ExecutionLog,
-        refused: list[tuple[ToolCall, ToolError]],
+        refused: list[tuple[ToolCall, ArgumentError]],
     ) -> None:
         for call, exc in refused:
             self.stats["bad_outputs"] += 1
@@ -451,7 +451,7 @@ class TeamMode:
         log: ExecutionLog,
         team_record: TeamTurnRecord,
         completion: Completion,
-        refused: list[tuple[ToolCall, ToolError]],
+        refused: list[tuple[ToolCall, ArgumentError]],
         before: str,
     ) -> ModeResult | None:
         """No valid plan call: keep the plan there is, or ask again (``no_plan`` after
@@ -495,14 +495,14 @@ class TeamMode:
 
     def _parse_planner_calls(
         self, completion: Completion
-    ) -> tuple[ParsedCall | None, ParsedCall | None, list[tuple[ToolCall, ToolError]]]:
+    ) -> tuple[ParsedCall | None, ParsedCall | None, list[tuple[ToolCall, ArgumentError]]]:
         plan: ParsedCall | None = None
         archive: ParsedCall | None = None
-        refused: list[tuple[ToolCall, ToolError]] = []
+        refused: list[tuple[ToolCall, ArgumentError]] = []
         for call in completion.tool_calls:
             try:
                 parsed = parse_call(call, self.planner_specs, other_role=self.executor_specs)
-            except ToolError as exc:
+            except ArgumentError as exc:
                 refused.append((call, exc))
                 continue
             if parsed.kind == "plan" and plan is None:
@@ -513,7 +513,7 @@ class TeamMode:
                 refused.append(
                     (
                         call,
-                        ToolError(
+                        ArgumentError(
                             "too_many_tool_calls",
                             f"only one {parsed.name} call per answer is used; this one was ignored",
                         ),
@@ -636,7 +636,7 @@ class TeamMode:
         if error.get("type") == "unknown_tool":
             try:
                 parse_call(call, self.executor_specs, other_role=self.planner_specs)
-            except ToolError as exc:
+            except ArgumentError as exc:
                 error["message"] = exc.message
         return None
 
@@ -662,7 +662,7 @@ class TeamMode:
             self.stats["bad_outputs"] += 1
             err = payload.get("error") or {}
             result_text = f"ERROR {err.get('type')}: {err.get('message')}"
-        record = ActionRecord(
+        record = MemoryEntry(
             turn.number,
             call.name or "<empty>",
             parsed.args if parsed is not None else call.arguments,
@@ -744,7 +744,7 @@ class TeamMode:
         turn.record["result"] = payload
         session.count(tool_errors=1)
         state.memory.add_action(
-            ActionRecord(
+            MemoryEntry(
                 turn.number,
                 "(no tool call)",
                 None,
@@ -806,7 +806,7 @@ class TeamMode:
             "error": report.error,
         }
         state.memory.add_action(
-            ActionRecord(turn.number, "loop_recovery", None, text, "", "", ok=report.error is None)
+            MemoryEntry(turn.number, "loop_recovery", None, text, "", "", ok=report.error is None)
         )
         state.note(
             "planner", f"The engine ran the loop recovery sequence at turn {turn.number}: {text}."

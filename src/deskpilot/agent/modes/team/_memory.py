@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ActionRecord", "AgentMemory", "CompressionResult", "MemorySnapshot", "clip"]
+__all__ = ["AgentMemory", "CompressionResult", "MemoryEntry", "MemorySnapshot", "clip"]
 
 SUMMARY_CHARS = 180
 PATTERNS_CHARS = 120
@@ -35,8 +35,9 @@ def clip(text: str, limit: int) -> str:
 
 
 @dataclass(slots=True)
-class ActionRecord:
-    """One executor turn (or a recovery action). ``archived`` is the only mutable field
+class MemoryEntry:
+    """One entry of the team's memory: an executor turn (or a recovery action), not the
+    record of one performed action (:data:`deskpilot.actions.ActionRecord`). ``archived`` is the only mutable field
     that matters: compression flips it."""
 
     turn: int
@@ -92,20 +93,20 @@ class AgentMemory:
     compression_threshold: int = 12
     context_actions: int = 8
     recovery_cooldown: int = 3
-    _history: list[ActionRecord] = field(default_factory=list)
+    _history: list[MemoryEntry] = field(default_factory=list)
     _snapshots: list[MemorySnapshot] = field(default_factory=list)
     last_recovery_turn: int | None = None
 
-    def add_action(self, record: ActionRecord) -> None:
+    def add_action(self, record: MemoryEntry) -> None:
         self._history.append(record)
 
     @property
-    def history(self) -> tuple[ActionRecord, ...]:
+    def history(self) -> tuple[MemoryEntry, ...]:
         """Every record, archived ones included."""
         return tuple(self._history)
 
     @property
-    def active_history(self) -> tuple[ActionRecord, ...]:
+    def active_history(self) -> tuple[MemoryEntry, ...]:
         return tuple(r for r in self._history if not r.archived)
 
     @property
@@ -201,7 +202,7 @@ class AgentMemory:
                 lines.append(f"    Response: {clip(record.response_text, RESPONSE_CHARS)}")
         return "\n".join(lines)
 
-    def get_last_action_for_validation(self) -> ActionRecord | None:
+    def get_last_action_for_validation(self) -> MemoryEntry | None:
         active = self.active_history
         return active[-1] if active else None
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deskpilot.agent.modes.team._common import Role
-from deskpilot.agent.modes.team._memory import ActionRecord, AgentMemory, clip
+from deskpilot.agent.modes.team._memory import AgentMemory, MemoryEntry, clip
 from deskpilot.agent.modes.team._variants import TeamVariant
 
 __all__ = ["REASONS", "Switch", "TeamState", "describe_action"]
@@ -218,7 +218,7 @@ class TeamState:
         return describe_action(record)
 
 
-def describe_action(record: ActionRecord) -> str:
+def describe_action(record: MemoryEntry) -> str:
     """A multi-line description of a recorded action for the executor to validate."""
     args = record.args
     lines = [f"Turn: {record.turn}", f"Tool: {record.tool}"]
