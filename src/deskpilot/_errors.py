@@ -15,7 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskpilot.safety._policy import Decision
+    from deskpilot.safety import Decision
 
 __all__ = [
     "ActionDeniedError",

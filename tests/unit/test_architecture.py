@@ -123,6 +123,67 @@ def test_no_room_imports_a_higher_floor() -> None:
     assert not offences, "imports of a higher floor:\n" + "\n".join(offences)
 
 
+def _private_reaches(source: str, room: str, filename: str = "<module>") -> Iterator[tuple[int, str]]:
+    """Imports of another room's private module by a module of ``room``: a name
+    ``deskpilot.S.a.b`` with ``S`` another room and a part after ``S`` that starts with
+    ``_`` (``deskpilot.rundir._writer``), or ``from deskpilot.S import _module``. The
+    room's face is ``deskpilot.S`` itself and its public submodules. Imports under
+    ``TYPE_CHECKING`` count too: a type another room needs is part of the face."""
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            names += [f"{node.module}.{alias.name}" for alias in node.names if _is_private_module(node.module, alias.name)]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] != "deskpilot" or len(parts) < 3 or parts[1] == room:
+                continue
+            if any(part.startswith("_") for part in parts[2:]):
+                yield node.lineno, name
+
+
+def _is_private_module(package: str, name: str) -> bool:
+    """Whether ``from package import name`` names a private submodule (``_constants``)."""
+    if not name.startswith("_") or not package.startswith("deskpilot"):
+        return False
+    folder = SRC.joinpath(*package.split(".")[1:])
+    return (folder / f"{name}.py").is_file() or (folder / name / "__init__.py").is_file()
+
+
+def test_no_room_imports_another_rooms_private_module() -> None:
+    """A room reaches another room only through its face (ARCHITECTURE.md, "Faces"): the
+    package's ``__init__`` (what users import, in ``__all__``, and the internal interface
+    other rooms import, re-exported there) or a public submodule. Inside a room (the agent
+    with its client, tools and modes) private modules are the room's own business."""
+    offences = []
+    for path in _modules():
+        room = _room(path)
+        offences += [
+            f"{path.relative_to(SRC)}:{line}: {room} imports {name}"
+            for line, name in _private_reaches(path.read_text(encoding="utf-8"), room, str(path))
+        ]
+    assert not offences, f"imports of another room's private module ({len(offences)}):\n" + "\n".join(offences)
+
+
+def test_the_wall_test_catches_a_private_import() -> None:
+    source = (
+        "from deskpilot.rundir._writer import RunLog\n"
+        "import deskpilot.agent._run\n"
+        "from deskpilot._win32 import _constants\n"
+        "from deskpilot.mcp._desktop import Desktop\n"  # the room's own
+        "from deskpilot.agent.client import ChatClient\n"  # a public subpackage: the face
+        "from deskpilot.rundir import RunLog\n"
+        "from deskpilot import _win32\n"
+        "if TYPE_CHECKING:\n"
+        "    from deskpilot.safety._policy import Decision\n"
+    )
+    found = {name for _, name in _private_reaches(source, "mcp")}
+    assert found == {"deskpilot.rundir._writer", "deskpilot.agent._run", "deskpilot._win32._constants", "deskpilot.safety._policy"}
+
+
 def test_ctypes_only_in_platform_bindings_and_backends() -> None:
     offences = []
     for path in _modules():

@@ -418,6 +418,33 @@ ALLOWED_EXTRAS: dict[str, set[str]] = {
     "deskpilot.cli": {"COMMANDS", "DeskpilotError", "NAMES_HELP", "RunInterrupted", "build_parser"},
 }
 
+#: Each room's internal interface (ARCHITECTURE.md, "Faces"): names its ``__init__``
+#: re-exports for the other rooms of deskpilot (a room never imports another room's private
+#: module: tests/unit/test_architecture.py), not for users, so not in ``__all__``.
+INTERNAL_INTERFACE: dict[str, set[str]] = {
+    "deskpilot.agent": {
+        "BUILTIN_SCENARIOS", "DEMO_TEXT", "CapturerScreen", "ConsoleReporter", "NullReporter", "Probe", "Reporter",
+        "ThreadBound", "all_scenarios", "ask_for_task", "build_guard", "change_box", "drives_desktop",
+        "expand_rect", "open_damage", "parse_set_option", "registered_sections", "resolve_limits",
+        "resolve_scenario", "run_info", "summarize",
+    },
+    "deskpilot.agent.tools": {"key_names"},
+    "deskpilot.eval": {"Progress", "check_platform"},
+    "deskpilot.imaging": {"GradientStops", "Rgba", "action_mark", "env_flag", "reference_kernels_message", "scroll_words"},
+    "deskpilot.input": {"SHIFTED_KEYS", "resolve_key"},
+    "deskpilot.panel": {"AccessGuard"},
+    "deskpilot.rundir": {
+        "CallRecord", "ModelTimingsRecord", "ReplyRecord", "SettleRecord", "TeamTurnRecord", "ToolCallRecord",
+        "dumps_json", "image_digest_of_url",
+    },
+    "deskpilot.safety": {"ConfirmPrompt", "TypedTexts", "typing_tool_names"},
+    # Loaded on first use (the demo needs the agent, Chromium's driver fcntl).
+    "deskpilot.testing": {
+        "EXAMPLES", "Chromium", "DemoResult", "example_items", "example_path", "find_chromium", "run_demo",
+        "virtual_display", "xvfb",
+    },
+}
+
 #: Exceptions exported outside deskpilot.errors on purpose (none: a run's ending, the step
 #: limit included, is an outcome value, not an exception).
 NOT_IN_ERROR_TREE: set[str] = set()
@@ -496,7 +523,19 @@ def test_no_accidental_public_names(name: str) -> None:
         defined_here = str(getattr(value, "__module__", "")).startswith("deskpilot")
         if defined_here or member.isupper():
             extras.add(member)
-    assert extras == ALLOWED_EXTRAS.get(name, set())
+    assert extras - INTERNAL_INTERFACE.get(name, set()) == ALLOWED_EXTRAS.get(name, set())
+
+
+@pytest.mark.parametrize("name", sorted(INTERNAL_INTERFACE))
+def test_the_internal_interface_resolves_outside_all(name: str) -> None:
+    """Each name of a room's internal interface is there (lazy ones included) and kept out of
+    the users' ``__all__``."""
+    module = importlib.import_module(name)
+    for member in sorted(INTERNAL_INTERFACE[name]):
+        if name == "deskpilot.testing" and member in {"Chromium", "find_chromium"} and sys.platform == "win32":
+            continue  # the Chromium driver uses fcntl
+        getattr(module, member)
+        assert member not in module.__all__, f"{name}.{member} is for other rooms, not users"
 
 
 def test_error_tree_is_one_module() -> None:

@@ -23,7 +23,13 @@ from __future__ import annotations
 # ~11 ms of the agent's start-up on Linux, where none of it runs.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    # The tables the OS backends declare their calls with (capture/_gdi.py,
+    # input/_sendinput.py, the kill switch): every UPPER_CASE name of the SDK's constants,
+    # structures and callback types, found by the ``__getattr__`` below.
+    from deskpilot._win32._constants import *  # noqa: F403
     from deskpilot._win32._library import Check, Library, Prototype, load_dll
+    from deskpilot._win32._prototypes import MONITORENUMPROC as MONITORENUMPROC
+    from deskpilot._win32._structs import *  # noqa: F403
     from deskpilot._win32._system import PROTOTYPES, DllName, system_library
     from deskpilot._win32._user import (
         ForegroundWindow,
@@ -53,15 +59,22 @@ _HOME = {
 }
 
 
+#: Where an UPPER_CASE name not in ``_HOME`` lives: the SDK's constants, structures and
+#: callback types, in this order.
+_TABLES = ("_constants", "_structs", "_prototypes")
+
+
 def __getattr__(name: str) -> object:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'deskpilot._win32' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"deskpilot._win32.{home}"), name)
-    globals()[name] = value
-    return value
+    homes = [_HOME[name]] if name in _HOME else list(_TABLES) if name.isupper() and not name.startswith("_") else []
+    for home in homes:
+        module = importlib.import_module(f"deskpilot._win32.{home}")
+        if hasattr(module, name):
+            value = getattr(module, name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module 'deskpilot._win32' has no attribute {name!r}")
 
 
 __all__ = [

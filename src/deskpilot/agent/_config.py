@@ -676,7 +676,7 @@ def settings_table() -> list[tuple[str, str, str, str]]:
 
 # The safety layer's [policy] and [safety] sections belong to every run, whatever the
 # mode. deskpilot.safety never imports the agent, so registering here makes no cycle.
-from deskpilot.safety._settings import PolicySettings, SafetySettings  # noqa: E402
+from deskpilot.safety import PolicySettings, SafetySettings  # noqa: E402
 
 register_section("policy", PolicySettings)
 register_section("safety", SafetySettings)

@@ -14,12 +14,24 @@ from typing import Any
 
 import orjson
 
+from deskpilot._errors import RunLogError
 from deskpilot.agent._config import AgentConfig
-from deskpilot.rundir._exchange import ExchangeLog
-from deskpilot.rundir._files import EXCHANGE_FILE, EXECUTION_LOG_FILE, TURNS_FILE
-from deskpilot.rundir._writer import RunLog, RunLogError, dumps_json
-from deskpilot.safety import RedactOptions, SafetySettings, redact, redact_text
-from deskpilot.safety._redact import TypedTexts, typing_tool_names
+from deskpilot.rundir import (
+    EXCHANGE_FILE,
+    EXECUTION_LOG_FILE,
+    TURNS_FILE,
+    ExchangeLog,
+    RunLog,
+    dumps_json,
+)
+from deskpilot.safety import (
+    RedactOptions,
+    SafetySettings,
+    TypedTexts,
+    redact,
+    redact_text,
+    typing_tool_names,
+)
 
 __all__ = [
     "MIN_PIECE_CHARS",

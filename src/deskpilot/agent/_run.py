@@ -38,6 +38,7 @@ from deskpilot._errors import (
     ModelStreamError,
     PlatformError,
     RunInterrupted,
+    RunLogError,
 )
 from deskpilot._version import __version__
 from deskpilot.agent._config import AgentConfig
@@ -55,11 +56,8 @@ from deskpilot.agent._settle import DamageSource
 from deskpilot.agent.client._chat import ChatClient
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.agent.tools._core import Hands, ToolContext
-from deskpilot.rundir._exchange import ExchangeLog
-from deskpilot.rundir._records import RunInfo, Summary
-from deskpilot.rundir._writer import RunLog, RunLogError
-from deskpilot.safety import PolicySettings, SafetyGuard, SafetySettings, Trip
-from deskpilot.safety._policy import ConfirmPrompt
+from deskpilot.rundir import ExchangeLog, RunInfo, RunLog, Summary
+from deskpilot.safety import ConfirmPrompt, PolicySettings, SafetyGuard, SafetySettings, Trip
 
 __all__ = [
     "RunResult",
@@ -330,7 +328,7 @@ class _Run:
             redaction=self.redaction,
         )
         stack.callback(session.wind_down)
-        session.damage, session.settle_signal = _open_damage(config, screen)
+        session.damage, session.settle_signal = open_damage(config, screen)
         if guard is not None:
             if guard.killswitch is not None:
                 guard.killswitch.add_callback(lambda trip: self.stop.from_thread(_trip_reason(trip)))
@@ -838,7 +836,7 @@ def _trip_reason(trip: Trip) -> str:
     return "max_time" if trip.source == "max_seconds" else f"kill switch ({trip.source}): {trip.reason}"
 
 
-def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
+def open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
     """The run's drawing notifications for the adaptive settle, and what it settles on.
 
     X11 DAMAGE where the screen is captured from an X server that has it; polling
@@ -857,7 +855,7 @@ def _open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | No
             raise ConfigError("agent.settle_signal = damage needs an X11 display captured with mss",
                               where="agent.settle_signal")
         return None, "poll"
-    from deskpilot._x11._damage import DamageWatcher
+    from deskpilot._x11 import DamageWatcher
 
     try:
         # Only drawing on the working area counts (not a video on another monitor).

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot.capture._base import CursorImage
+from deskpilot.capture import CursorImage
 from deskpilot.geometry import NORM_MAX, Mapping, Rect
 
 __all__ = ["CapturerScreen", "Probe", "Screen", "Shot", "change_box", "expand_rect"]

@@ -85,15 +85,15 @@ from deskpilot.agent.tools._core import (
 )
 from deskpilot.geometry import Box
 from deskpilot.geometry import Mapping as GeoMapping
-from deskpilot.rundir._records import (
+from deskpilot.rundir import (
     CallRecord,
     MappingRecord,
     ObservationRecord,
+    RunLog,
     Summary,
     ToolCallRecord,
     TurnRecord,
 )
-from deskpilot.rundir._writer import RunLog
 from deskpilot.safety import SafetyGuard, redact_text
 
 __all__ = [

@@ -57,7 +57,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from deskpilot.rundir._records import SettleRecord
+from deskpilot.rundir import SettleRecord
 
 __all__ = [
     "ANIMATION_QUIET_S",

@@ -55,27 +55,25 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot._errors import CaptureError, ConfigError, PlatformError
-from deskpilot._win32._constants import (
+from deskpilot._win32 import (
     BI_RGB,
-    CAPTUREBLT,
-    CURSOR_SHOWING,
-    DIB_RGB_COLORS,
-    HALFTONE,
-    MONITORINFOF_PRIMARY,
-    SRCCOPY,
-)
-from deskpilot._win32._library import Library
-from deskpilot._win32._prototypes import MONITORENUMPROC
-from deskpilot._win32._structs import (
     BITMAP,
     BITMAPINFO,
+    CAPTUREBLT,
+    CURSOR_SHOWING,
     CURSORINFO,
+    DIB_RGB_COLORS,
+    HALFTONE,
     ICONINFO,
+    MONITORENUMPROC,
     MONITORINFOEXW,
+    MONITORINFOF_PRIMARY,
     MONOBITMAPINFO,
     RECT,
+    SRCCOPY,
+    Library,
+    system_library,
 )
-from deskpilot._win32._system import system_library
 from deskpilot._win32.dpi import DpiAwareness, ensure_dpi_awareness
 from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
 from deskpilot.geometry import Rect

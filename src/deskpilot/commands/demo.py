@@ -92,9 +92,8 @@ def handle(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._session import NullReporter
-    from deskpilot.testing._demo import DemoResult, run_demo, virtual_display
+    from deskpilot.agent import ConsoleReporter, NullReporter
+    from deskpilot.testing import DemoResult, run_demo, virtual_display
 
     use_builtin = args.endpoint is None
     console = Console(highlight=False)
@@ -157,7 +156,7 @@ def handle(args: argparse.Namespace) -> int:
                 f"{result.run.summary.get('steps')} steps · {result.run.run_dir}"
             )
     if args.json_summary:
-        from deskpilot.rundir._writer import dumps_json
+        from deskpilot.rundir import dumps_json
 
         payload: Any = [{**r.run.summary, "demo_checks": r.checks} for _, r in results]
         sys.stdout.write(

@@ -93,7 +93,7 @@ def _dpi_check() -> CheckResult:
 
 def _capture_check(config: Any) -> CheckResult:
     try:
-        from deskpilot.agent._screen import CapturerScreen
+        from deskpilot.agent import CapturerScreen
 
         size = (config.screen.image_width, config.screen.image_height)
         started = time.perf_counter()
@@ -124,8 +124,7 @@ def _core_check() -> CheckResult:
     """Compiled core or numpy reference kernels, and how to get the compiled one."""
     try:
         from deskpilot import imaging
-        from deskpilot.imaging._backend import env_flag, reference_kernels_message
-        from deskpilot.imaging._overlay import OVERLAY_BACKEND
+        from deskpilot.imaging import OVERLAY_BACKEND, env_flag, reference_kernels_message
     except ImportError as exc:  # DESKPILOT_REQUIRE_NATIVE=1 without a core, or a stale core
         return CheckResult("imaging core", "FAIL", str(exc))
     if imaging.BACKEND == "native" and OVERLAY_BACKEND == "native":
@@ -218,7 +217,7 @@ def image_check(expected: str, answer: str, ms: float) -> CheckResult:
 
 def _answer_text(completion: Any) -> str:
     """The colour the model reported: report_color's argument, else its text."""
-    from deskpilot.agent.client._toolcalls import strip_think
+    from deskpilot.agent.client import strip_think
 
     for call in completion.tool_calls:
         if call.name == "report_color":
@@ -228,8 +227,7 @@ def _answer_text(completion: Any) -> str:
 
 
 async def _model_checks(config: Any, *, probe: str | None = None) -> list[CheckResult]:
-    from deskpilot.agent.client._chat import ChatClient
-    from deskpilot.agent.client._history import History
+    from deskpilot.agent.client import ChatClient, History
 
     checks: list[CheckResult] = []
     model = config.model
@@ -352,7 +350,7 @@ async def _server_context(client: Any, profile: str, models: list[dict[str, Any]
 
 async def _server_checks(client: Any, config: Any) -> list[CheckResult]:
     """Which server this is (the profile), and whether this config's requests fit its context."""
-    from deskpilot.agent.client._servers import detect_profile
+    from deskpilot.agent.client import detect_profile
 
     checks: list[CheckResult] = []
     models: list[dict[str, Any]] = []

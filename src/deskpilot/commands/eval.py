@@ -62,7 +62,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     written under --out."""
     import os
 
-    from deskpilot.agent._config import parse_set_option
+    from deskpilot.agent import parse_set_option
 
     flags: dict[str, Any] = {}
     for text in args.set_values or []:
@@ -109,8 +109,7 @@ def handle(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from deskpilot._errors import ConfigError
-    from deskpilot.eval._driver import Progress, check_platform, run_eval
-    from deskpilot.eval._engine import LocalEngine
+    from deskpilot.eval import LocalEngine, Progress, check_platform, run_eval
 
     if args.list_only:
         return _list(args)

@@ -81,11 +81,11 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot.mcp import (
         DEFAULT_MAX_BYTES,
         DEFAULT_MAX_IMAGE,
+        TOOL_NAMES,
         DesktopOptions,
         ServeOptions,
         serve,
     )
-    from deskpilot.mcp._server import TOOL_NAMES
 
     extra: dict[str, Any] = {"run.quiet": True}
     if args.max_seconds is None:

@@ -74,13 +74,11 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._run import run_agent
-    from deskpilot.agent._session import NullReporter
+    from deskpilot.agent import ConsoleReporter, NullReporter, run_agent
     from deskpilot.agent.modes.stateless import flags
     from deskpilot.capture import check_screen_visible
     from deskpilot.commands.run import config_from_args
-    from deskpilot.rundir._writer import dumps_json
+    from deskpilot.rundir import dumps_json
 
     # Before the panel serves anything: its live view must never show a black desktop.
     check_screen_visible(allow_xwayland=args.allow_xwayland)

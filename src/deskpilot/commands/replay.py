@@ -96,7 +96,7 @@ def handle(args: argparse.Namespace) -> int:
 
     from deskpilot._errors import DeskpilotError
     from deskpilot.replay import FrameTolerance, ReplayOptions, format_result, replay_run
-    from deskpilot.rundir._writer import dumps_json
+    from deskpilot.rundir import dumps_json
 
     options = ReplayOptions(
         input=args.input,

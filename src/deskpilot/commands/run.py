@@ -148,8 +148,8 @@ _FLAG_KEYS = {
 def config_from_args(args: argparse.Namespace, extra_flags: dict[str, Any] | None = None) -> Any:
     """The AgentConfig for parsed CLI arguments (flags > env > file > defaults)."""
     from deskpilot._errors import ConfigError
-    from deskpilot.agent._config import load_config, parse_set_option
-    from deskpilot.agent.modes._registry import discover_modes
+    from deskpilot.agent import load_config, parse_set_option
+    from deskpilot.agent.modes import discover_modes
 
     discover_modes()  # modes register their config sections
     flags: dict[str, Any] = {}
@@ -180,7 +180,7 @@ class _RunParser(argparse.ArgumentParser):
         if not self._modes_added:
             self._modes_added = True
             try:
-                from deskpilot.agent.modes._registry import discover_modes
+                from deskpilot.agent.modes import discover_modes
 
                 for spec in discover_modes().values():
                     if spec.add_arguments is not None:
@@ -212,7 +212,7 @@ def register(subparsers: Any) -> None:
 
 
 def _mode_flags(args: argparse.Namespace) -> dict[str, Any]:
-    from deskpilot.agent.modes._registry import discover_modes
+    from deskpilot.agent.modes import discover_modes
 
     flags: dict[str, Any] = {}
     for spec in discover_modes().values():
@@ -223,12 +223,15 @@ def _mode_flags(args: argparse.Namespace) -> dict[str, Any]:
 
 def handle(args: argparse.Namespace) -> int:
     from deskpilot._errors import ConfigError
-    from deskpilot.agent._console import ConsoleReporter
-    from deskpilot.agent._run import run_agent
-    from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
-    from deskpilot.agent._session import NullReporter
+    from deskpilot.agent import (
+        ConsoleReporter,
+        NullReporter,
+        all_scenarios,
+        resolve_scenario,
+        run_agent,
+    )
     from deskpilot.capture import check_screen_visible
-    from deskpilot.rundir._writer import dumps_json
+    from deskpilot.rundir import dumps_json
 
     config = config_from_args(args, _mode_flags(args))
     # Before the task is asked for: on a desktop capture cannot see, nothing starts.
@@ -237,7 +240,7 @@ def handle(args: argparse.Namespace) -> int:
     if not ref:
         if not sys.stdin.isatty():
             raise ConfigError("no task: give a scenario number, a scenario name or a task text (see `deskpilot scenarios`)")
-        from deskpilot.agent._ask import ask_for_task
+        from deskpilot.agent import ask_for_task
 
         # Seed 003 asks for the task when none is given; Ctrl+D or an empty line is a clear error.
         ref = ask_for_task(prompt="Task for the agent: ")

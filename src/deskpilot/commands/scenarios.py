@@ -29,9 +29,8 @@ def handle(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from deskpilot.agent._config import load_config
-    from deskpilot.agent._scenarios import all_scenarios, resolve_scenario
-    from deskpilot.rundir._writer import dumps_json
+    from deskpilot.agent import all_scenarios, load_config, resolve_scenario
+    from deskpilot.rundir import dumps_json
 
     flags = {"agent.toolset": args.toolset} if args.toolset else {}
     config = load_config(flags=flags, path=args.config)

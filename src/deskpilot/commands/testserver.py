@@ -75,13 +75,15 @@ def handle(args: argparse.Namespace) -> int:
 
     from deskpilot._errors import ConfigError
     from deskpilot.testing import (
+        EXAMPLES,
         ModelServer,
         RecordedRequest,
         ScriptedPolicy,
+        example_items,
+        example_path,
         reply_from_json,
         serve,
     )
-    from deskpilot.testing._examples import EXAMPLES, example_items, example_path
 
     if args.examples:
         print("Example scripts (deskpilot testserver --example NAME), each driving `deskpilot demo`:\n")

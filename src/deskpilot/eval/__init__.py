@@ -9,7 +9,11 @@ through the normal entry point, the task's checker on the app's state) on an
 Linux (Xvfb) only: on Windows it raises :class:`~deskpilot.errors.PlatformError`.
 """
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
 from deskpilot.eval._driver import EvalOutcome, run_eval
+from deskpilot.eval._driver import Progress as Progress
+from deskpilot.eval._driver import check_platform as check_platform
 from deskpilot.eval._engine import Attempt, AttemptQueue, Engine, LocalEngine
 from deskpilot.eval._session import run_session
 from deskpilot.eval._task import SUITES, Step, Suite, Task, load_suite

@@ -173,7 +173,7 @@ def run_eval(
                         parallel=getattr(engine, "parallel", 1), engine=engine.name, scripted=scripted,
                         tasks=[t.name for t in tasks])
     summary["interrupted"] = interrupted
-    from deskpilot.rundir._writer import dumps_json
+    from deskpilot.rundir import dumps_json
 
     (out_dir / "summary.json.tmp").write_bytes(dumps_json(summary, indent=True))
     os.replace(out_dir / "summary.json.tmp", out_dir / "summary.json")

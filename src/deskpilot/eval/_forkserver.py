@@ -27,17 +27,14 @@ __all__ = ["serve"]
 
 def _preload() -> None:
     # What every session imports; loaded here, before any fork, so children share it.
-    import deskpilot.agent._run
-    import deskpilot.agent._scenarios
-    import deskpilot.agent._session
+    import deskpilot.agent  # the run, the scenarios, the session
     import deskpilot.eval._session
     import deskpilot.report
-    import deskpilot.testing
-    import deskpilot.testing._xvfb
-    from deskpilot.agent.modes._registry import discover_modes
+    from deskpilot.agent.modes import discover_modes
+    from deskpilot.testing import xvfb
 
     discover_modes()
-    del deskpilot
+    del deskpilot, xvfb
 
 
 def _child(request: dict[str, Any]) -> None:

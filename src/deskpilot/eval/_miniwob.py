@@ -108,7 +108,7 @@ def miniwob_suite() -> Suite:
         for name, (_, solution) in SOLVERS.items()
     )
     try:
-        from deskpilot.testing._chromium import find_chromium
+        from deskpilot.testing import find_chromium
     except ImportError:  # no fcntl (Windows): eval does not run there anyway
         chromium = None
     else:
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write('the miniwob package is not installed: pip install "deskpilot[eval]"\n')
         return 2
     from deskpilot._errors import BrowserError
-    from deskpilot.testing._chromium import Chromium
+    from deskpilot.testing import Chromium
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -211,8 +211,8 @@ def _peak_rss_kb() -> dict[str, int]:
 
 
 def _config(task: Task, spec: Mapping[str, Any], runs_dir: Path, endpoint: str | None) -> Any:
-    from deskpilot.agent._config import load_config
-    from deskpilot.agent.modes._registry import discover_modes
+    from deskpilot.agent import load_config
+    from deskpilot.agent.modes import discover_modes
 
     discover_modes()
     flags: dict[str, Any] = {"agent.toolset": task.toolset, "agent.max_steps": task.max_steps,
@@ -227,10 +227,8 @@ def _config(task: Task, spec: Mapping[str, Any], runs_dir: Path, endpoint: str |
 def run_session(spec: Mapping[str, Any]) -> Record:
     """Run one attempt described by ``spec`` (suite, task, attempt, try, out, scripted,
     flags, config) and return its result record. Needs Xvfb (POSIX)."""
-    from deskpilot.agent._run import run_agent
-    from deskpilot.agent._scenarios import Scenario
-    from deskpilot.agent._session import NullReporter
-    from deskpilot.testing._xvfb import xvfb
+    from deskpilot.agent import NullReporter, Scenario, run_agent
+    from deskpilot.testing import xvfb
 
     started = time.monotonic()
     task = load_suite(str(spec["suite"])).task(str(spec["task"]))

@@ -16,6 +16,8 @@ shape, dtype, region or size instead of reading out of bounds.
 
 from __future__ import annotations
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
 from deskpilot.imaging._api import (
     BACKEND,
     PNG_FILTERS,
@@ -31,6 +33,8 @@ from deskpilot.imaging._api import (
     frame_digest,
     prepare,
 )
+from deskpilot.imaging._backend import env_flag as env_flag
+from deskpilot.imaging._backend import reference_kernels_message as reference_kernels_message
 from deskpilot.imaging._overlay import (
     OVERLAY_BACKEND,
     ActionMark,
@@ -39,6 +43,10 @@ from deskpilot.imaging._overlay import (
     OverlayStyle,
     annotate,
 )
+from deskpilot.imaging._overlay import GradientStops as GradientStops
+from deskpilot.imaging._overlay import Rgba as Rgba
+from deskpilot.imaging._overlay import action_mark as action_mark
+from deskpilot.imaging._overlay import scroll_words as scroll_words
 from deskpilot.imaging._png import DEFLATE_ENGINE
 
 __all__ = [

@@ -49,7 +49,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from deskpilot._errors import ConfigError, InputError
-from deskpilot._win32._constants import (
+from deskpilot._win32 import (
+    INPUT,
     INPUT_KEYBOARD,
     INPUT_MOUSE,
     KEYEVENTF_EXTENDEDKEY,
@@ -68,6 +69,7 @@ from deskpilot._win32._constants import (
     MOUSEEVENTF_RIGHTUP,
     MOUSEEVENTF_VIRTUALDESK,
     MOUSEEVENTF_WHEEL,
+    POINT,
     SM_CXVIRTUALSCREEN,
     SM_CYVIRTUALSCREEN,
     SM_SWAPBUTTON,
@@ -76,10 +78,9 @@ from deskpilot._win32._constants import (
     VK_RETURN,
     VK_TAB,
     WHEEL_DELTA,
+    Library,
+    system_library,
 )
-from deskpilot._win32._library import Library
-from deskpilot._win32._structs import INPUT, POINT
-from deskpilot._win32._system import system_library
 from deskpilot._win32.dpi import DpiAwareness, ensure_dpi_awareness
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button, InputBackend

@@ -58,10 +58,19 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
 from deskpilot._errors import InputError
-from deskpilot._x11 import XDisplay, library
-from deskpilot._x11._lib import XEvent, XkbMapNotifyEvent, XkbStateRec
-from deskpilot._x11._record import InputRecord, Owner, OwnerEntry, reclaim_dead_owners
-from deskpilot._x11._watchdog import Watchdog, hold_watchdog
+from deskpilot._x11 import (
+    InputRecord,
+    Owner,
+    OwnerEntry,
+    Watchdog,
+    XDisplay,
+    XEvent,
+    XkbMapNotifyEvent,
+    XkbStateRec,
+    hold_watchdog,
+    library,
+    reclaim_dead_owners,
+)
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button
 from deskpilot.input._keys import KeySpec

@@ -38,16 +38,24 @@ from deskpilot._errors import (
     RunInterrupted,
 )
 from deskpilot.actions import Action
-from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._limits import resolve_limits
-from deskpilot.agent._screen import CapturerScreen, Screen, Shot, change_box, expand_rect
-from deskpilot.agent._session import NullReporter, Session, ThreadBound, Turn
-from deskpilot.agent.client._chat import ChatClient
-from deskpilot.agent.tools import act
-from deskpilot.agent.tools._core import Hands, ToolContext, err_payload, key_names
+from deskpilot.agent import (
+    AgentConfig,
+    CapturerScreen,
+    NullReporter,
+    Screen,
+    Session,
+    Shot,
+    ThreadBound,
+    Turn,
+    change_box,
+    expand_rect,
+    resolve_limits,
+)
+from deskpilot.agent.client import ChatClient
+from deskpilot.agent.tools import ToolContext, act, err_payload, key_names
 from deskpilot.geometry import Mapping, Rect
-from deskpilot.rundir._records import Summary
-from deskpilot.rundir._writer import RunLog
+from deskpilot.input import Hands
+from deskpilot.rundir import RunLog, Summary
 from deskpilot.safety import SafetyGuard
 
 __all__ = [
@@ -214,7 +222,7 @@ class Desktop:
     ) -> None:
         import concurrent.futures
 
-        from deskpilot.agent._run import _open_damage, build_guard, drives_desktop
+        from deskpilot.agent import build_guard, drives_desktop, open_damage
         config = self.config
         self._screen_factory = screen_factory or CapturerScreen
         runlog = self.runlog = RunLog.create(
@@ -269,7 +277,7 @@ class Desktop:
             guard=guard,
         )
         stack.callback(session.wind_down)
-        session.damage, session.settle_signal = _open_damage(config, screen)
+        session.damage, session.settle_signal = open_damage(config, screen)
         if guard is not None:
             if guard.killswitch is not None:
                 guard.killswitch.add_callback(lambda trip: self._stop_from_thread(f"kill switch ({trip.source}): {trip.reason}"))
@@ -335,7 +343,7 @@ class Desktop:
         self.capture.shutdown()
 
     def _write_run_info(self) -> None:
-        from deskpilot.agent._run import run_info
+        from deskpilot.agent import run_info
 
         assert self.runlog is not None
         self.runlog.write_run_info(

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from deskpilot.agent._config import AgentConfig
+from deskpilot.agent import AgentConfig
 from deskpilot.mcp._desktop import Desktop, DesktopOptions
 
 __all__ = ["ServeOptions", "check_display", "serve"]
@@ -71,7 +71,7 @@ def serve(
     access = None
     if options.transport == "http":
         # Refused before anything opens: binding beyond loopback without a token, a bad token.
-        from deskpilot.panel._access import PanelAccess, resolve_token
+        from deskpilot.panel import PanelAccess, resolve_token
 
         token, _generated = resolve_token(options.token)
         access = PanelAccess(options.host, options.port, token=token)
@@ -163,7 +163,7 @@ async def _serve(
 def _http_server(server: Any, options: ServeOptions, access: Any, stderr: TextIO) -> Any:
     import uvicorn
 
-    from deskpilot.panel._access import AccessGuard
+    from deskpilot.panel import AccessGuard
 
     token = access.token
     app = AccessGuard(server.streamable_http_app(streamable_http_path=HTTP_PATH, host=options.host),

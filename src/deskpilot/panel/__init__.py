@@ -20,6 +20,9 @@ panel needs a token::
     print(server.page_url)                             # http://127.0.0.1:8765/?token=...
 """
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
+from deskpilot.panel._access import AccessGuard as AccessGuard
 from deskpilot.panel._access import PanelAccess, resolve_token
 from deskpilot.panel._app import MAX_ANNOTATED_BYTES, MAX_INJECT_BYTES
 from deskpilot.panel._png import InvalidPNG, validate_png

@@ -27,7 +27,7 @@ from deskpilot._errors import ConfigError
 from deskpilot.imaging import OverlayStyle
 
 if TYPE_CHECKING:
-    from deskpilot.imaging._overlay import GradientStops, Rgba
+    from deskpilot.imaging import GradientStops, Rgba
 
 __all__ = ["parse_color", "style_from_ui_config", "style_to_ui_config"]
 

@@ -16,12 +16,13 @@ with the recorded one (:class:`FrameTolerance`), stopping at the first that diff
 much. :mod:`deskpilot.replay._compare` defines exactly which fields must be equal.
 """
 
+from deskpilot._errors import RecordingError
 from deskpilot.replay._compare import Divergence
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
 from deskpilot.replay._runner import ReplayError, ReplayOptions, ReplayResult, replay_run
 from deskpilot.replay._screen import RecordedScreen
 from deskpilot.replay._table import format_result
-from deskpilot.rundir._reader import Recording, RecordingError, load_recording
+from deskpilot.rundir import Recording, load_recording
 
 __all__ = [
     "Divergence",

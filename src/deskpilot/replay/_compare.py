@@ -331,7 +331,7 @@ def _normalize_request(
 
 
 def _image_by_pixels(url: Any, pixels: ImagePixels) -> str:
-    from deskpilot.rundir._reader import image_digest_of_url
+    from deskpilot.rundir import image_digest_of_url
 
     digest = pixels.get(image_digest_of_url(url) or "") if isinstance(url, str) else None
     return f"<image pixels:{digest}>" if digest else "<image>"

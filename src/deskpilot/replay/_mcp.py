@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from deskpilot.geometry import Rect
 from deskpilot.replay._compare import CompareRules, Divergence, compare_turns
-from deskpilot.rundir._reader import Recording, load_recording
+from deskpilot.rundir import Recording, load_recording
 
 if TYPE_CHECKING:
     from deskpilot.replay._runner import ReplayOptions, ReplayResult

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from deskpilot.rundir._reader import RecordedAnswer
+from deskpilot.rundir import RecordedAnswer
 from deskpilot.testing import Fault, RecordedRequest, Reply
 
 __all__ = ["END_OF_RECORDING", "SCREEN_STOP", "ReplayPolicy", "reply_for"]

@@ -37,8 +37,7 @@ from deskpilot.replay._compare import CompareRules, Divergence, compare_requests
 from deskpilot.replay._frames import FrameTolerance, ScreenCheck, compare_frames
 from deskpilot.replay._policy import END_OF_RECORDING, SCREEN_STOP, ReplayPolicy
 from deskpilot.replay._screen import RecordedScreen, decode_png
-from deskpilot.rundir._reader import Recording, load_recording
-from deskpilot.rundir._records import TurnRecord
+from deskpilot.rundir import Recording, TurnRecord, load_recording
 
 __all__ = ["ReplayError", "ReplayOptions", "ReplayResult", "replay_run"]
 
@@ -136,8 +135,8 @@ def _recover_masked(recording: Recording, section: str, key: str) -> Any:
 
 
 def _flags_from_recording(recording: Recording, notes: list[str]) -> dict[str, Any]:
-    from deskpilot.agent._config import registered_sections
-    from deskpilot.agent.modes._registry import discover_modes
+    from deskpilot.agent import registered_sections
+    from deskpilot.agent.modes import discover_modes
 
     discover_modes()  # modes register their sections ([team], [stateless], ...)
     sections = registered_sections()
@@ -176,7 +175,7 @@ def _flags_from_recording(recording: Recording, notes: list[str]) -> dict[str, A
 
 
 def _replay_config(recording: Recording, endpoint: str, runs_dir: Path, options: ReplayOptions, notes: list[str]) -> Any:
-    from deskpilot.agent._config import load_config, registered_sections
+    from deskpilot.agent import load_config, registered_sections
 
     flags = _flags_from_recording(recording, notes)
     sections = registered_sections()
@@ -367,7 +366,7 @@ def _recorded_confirmations(recording: Recording, notes: list[str]) -> Callable[
 
 def replay_run(run_dir: str | Path, options: ReplayOptions | None = None) -> ReplayResult:
     """Replay a recorded run (see the module docstring); returns what differed."""
-    from deskpilot.agent._run import run_agent
+    from deskpilot.agent import run_agent
     from deskpilot.testing import ModelServer
 
     options = options or ReplayOptions()

@@ -21,9 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot.agent._screen import Probe, Shot
+from deskpilot.agent import Probe, Shot
 from deskpilot.geometry import Mapping, Rect
-from deskpilot.rundir._reader import Recording, decode_png
+from deskpilot.rundir import Recording, decode_png
 
 __all__ = ["RecordedScreen", "decode_png"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from deskpilot.report._html import render_html
 from deskpilot.report._model import ReportData, build_report_data
-from deskpilot.rundir._reader import load_recording
+from deskpilot.rundir import load_recording
 
 __all__ = ["ReportData", "build_report_data", "render_report", "write_report"]
 

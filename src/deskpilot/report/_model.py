@@ -39,8 +39,7 @@ from deskpilot.actions import (
     TypeText,
     from_record,
 )
-from deskpilot.rundir._reader import Recording
-from deskpilot.rundir._records import RunInfo, TurnRecord
+from deskpilot.rundir import Recording, RunInfo, TurnRecord
 
 __all__ = ["Mark", "ReportData", "TurnView", "build_report_data", "png_size"]
 
@@ -249,7 +248,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _split_think(text: str) -> tuple[str, str]:
-    from deskpilot.agent.client._toolcalls import extract_think, strip_think
+    from deskpilot.agent.client import extract_think, strip_think
 
     return strip_think(text), extract_think(text)
 
@@ -258,7 +257,7 @@ def _phases(recording: Recording, turns: list[TurnRecord]) -> list[dict[str, Any
     recorded = recording.summary.get("phases") if recording.summary else None
     if isinstance(recorded, dict) and recorded:
         return [{"phase": name, **stats} for name, stats in recorded.items() if isinstance(stats, dict)]
-    from deskpilot.agent._timings import summarize
+    from deskpilot.agent import summarize
 
     rows = [t["timings"] for t in turns if isinstance(t.get("timings"), dict)]
     clean = [{k: float(v) for k, v in row.items() if isinstance(v, (int, float))} for row in rows]

@@ -7,6 +7,8 @@ line; the format is public and described in ``docs/run-directory.md``. File name
 defined once (:mod:`deskpilot.rundir._files`).
 """
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
 from deskpilot.rundir._exchange import ExchangeLog
 from deskpilot.rundir._files import (
     EXCHANGE_FILE,
@@ -17,6 +19,7 @@ from deskpilot.rundir._files import (
     TURNS_FILE,
 )
 from deskpilot.rundir._reader import RecordedAnswer, Recording, decode_png, load_recording
+from deskpilot.rundir._reader import image_digest_of_url as image_digest_of_url
 from deskpilot.rundir._records import (
     ActionRecord,
     MappingRecord,
@@ -26,6 +29,12 @@ from deskpilot.rundir._records import (
     Summary,
     TurnRecord,
 )
+from deskpilot.rundir._records import CallRecord as CallRecord
+from deskpilot.rundir._records import ModelTimingsRecord as ModelTimingsRecord
+from deskpilot.rundir._records import ReplyRecord as ReplyRecord
+from deskpilot.rundir._records import SettleRecord as SettleRecord
+from deskpilot.rundir._records import TeamTurnRecord as TeamTurnRecord
+from deskpilot.rundir._records import ToolCallRecord as ToolCallRecord
 from deskpilot.rundir._writer import (
     FORMAT_VERSION,
     LineFile,
@@ -34,6 +43,7 @@ from deskpilot.rundir._writer import (
     load_summary,
     validate_run_dir,
 )
+from deskpilot.rundir._writer import dumps_json as dumps_json
 
 __all__ = [
     "EXCHANGE_FILE",

@@ -11,6 +11,8 @@
   mask typed text on request.
 """
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
 from deskpilot.safety._confirm import NoTerminalError, terminal_prompt
 from deskpilot.safety._guard import PolicyDenied, SafetyGuard, action_request, run_guarded
 from deskpilot.safety._killswitch import (
@@ -23,7 +25,10 @@ from deskpilot.safety._killswitch import (
     X11WatchBackend,
 )
 from deskpilot.safety._policy import ActionRequest, Decision, Policy, policy_denied_payload
+from deskpilot.safety._policy import ConfirmPrompt as ConfirmPrompt
 from deskpilot.safety._redact import RedactOptions, mask_text, redact, redact_lines, redact_text
+from deskpilot.safety._redact import TypedTexts as TypedTexts
+from deskpilot.safety._redact import typing_tool_names as typing_tool_names
 from deskpilot.safety._secrets import DETECTOR_NAMES, SecretMatch, find_secrets, luhn_valid
 from deskpilot.safety._settings import SETTINGS_SECTIONS, PolicySettings, SafetySettings
 from deskpilot.safety._window import (

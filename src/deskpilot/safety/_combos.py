@@ -14,7 +14,7 @@ covers every way to press the same keys:
 from __future__ import annotations
 
 from deskpilot._errors import UnknownKeyError
-from deskpilot.input._keys import SHIFTED_KEYS, KeySpec, parse_combo, resolve_key
+from deskpilot.input import SHIFTED_KEYS, KeySpec, parse_combo, resolve_key
 
 __all__ = ["combo_keys", "format_combo"]
 

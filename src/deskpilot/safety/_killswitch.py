@@ -39,10 +39,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from deskpilot import _win32 as win32
 from deskpilot._errors import DeskpilotError, PlatformError, RunInterrupted, UnknownKeyError
-from deskpilot._win32 import _constants as win32
 from deskpilot.geometry import Rect
-from deskpilot.input._keys import KeySpec, parse_combo
+from deskpilot.input import KeySpec, parse_combo
 
 if TYPE_CHECKING:
     from deskpilot._win32 import Library, MouseHook
@@ -211,8 +211,7 @@ class X11WatchBackend:
     _NUM_LOCK = 0xFF7F
 
     def __init__(self, display: str | None = None) -> None:
-        from deskpilot._x11 import XDisplay
-        from deskpilot._x11._motion import MotionRecorder
+        from deskpilot._x11 import MotionRecorder, XDisplay
 
         self.conn = XDisplay(PlatformError, display)
         self.grabs: list[tuple[int, int]] = []

@@ -22,10 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot._errors import ConfigError, DeskpilotError, PlatformError
-from deskpilot.agent._config import AgentConfig
-from deskpilot.agent._run import RunResult, run_agent
-from deskpilot.agent._scenarios import BUILTIN_SCENARIOS, DEMO_TEXT, Scenario
-from deskpilot.agent._session import Reporter
+from deskpilot.agent import (
+    BUILTIN_SCENARIOS,
+    DEMO_TEXT,
+    AgentConfig,
+    Reporter,
+    RunResult,
+    Scenario,
+    run_agent,
+)
 
 __all__ = ["DEMO_MODES", "DemoApp", "DemoResult", "demo_policy", "run_demo", "virtual_display"]
 

@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot.agent._screen import Shot
+from deskpilot.agent import Shot
 from deskpilot.geometry import Mapping, Rect
 
 __all__ = ["SimulatedDesktop"]

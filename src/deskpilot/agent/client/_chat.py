@@ -63,8 +63,7 @@ from deskpilot.agent.client._toolcalls import (
     reasoning_tool_calls,
     split_content_tool_calls,
 )
-from deskpilot.rundir._exchange import ExchangeLog
-from deskpilot.rundir._records import ModelRecord, ModelTimingsRecord
+from deskpilot.rundir import ExchangeLog, ModelRecord, ModelTimingsRecord
 
 __all__ = [
     "DEFAULT_ENDPOINT",

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from deskpilot.rundir._records import ToolCallRecord
+from deskpilot.rundir import ToolCallRecord
 
 __all__ = [
     "CALL_MARKERS",

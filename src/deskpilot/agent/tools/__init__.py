@@ -12,6 +12,8 @@ record keeps. The :class:`ToolOutcome` carries the action as sent and the payloa
 model reads back.
 """
 
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
 from deskpilot.agent.tools._act import Performed, act
 from deskpilot.agent.tools._core import (
     Tool,
@@ -24,6 +26,7 @@ from deskpilot.agent.tools._core import (
     ok_payload,
     toolset,
 )
+from deskpilot.agent.tools._core import key_names as key_names
 
 __all__ = [
     "Performed",

@@ -48,7 +48,7 @@ import orjson
 from deskpilot._errors import ConfigError
 from deskpilot.agent._config import setting
 from deskpilot.geometry import NORM_MAX
-from deskpilot.imaging._overlay import OverlayStyle
+from deskpilot.imaging import OverlayStyle
 
 __all__ = [
     "DEFAULT_BOOT_OUTPUT",

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot._errors import ActionDeniedError, DeskpilotError, StatelessError
+from deskpilot._errors import ActionDeniedError, DeskpilotError, RunLogError, StatelessError
 from deskpilot.actions import Action as InputAction
 from deskpilot.actions import Click, Drag, KeyPress, MoveMouse, Scroll, TypeText
 from deskpilot.agent._config import AgentConfig
@@ -62,10 +62,9 @@ from deskpilot.agent.tools._act import act
 from deskpilot.agent.tools._core import Hands, err_payload
 from deskpilot.geometry import Box, Rect, crop_rect
 from deskpilot.geometry import Mapping as GeoMapping
-from deskpilot.imaging._overlay import ActionMark, BoxMark, action_mark, annotate
+from deskpilot.imaging import ActionMark, BoxMark, action_mark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token, style_to_ui_config
-from deskpilot.rundir._files import STATELESS_FILE
-from deskpilot.rundir._writer import LineFile, RunLog, RunLogError
+from deskpilot.rundir import STATELESS_FILE, LineFile, RunLog
 
 __all__ = [
     "StatelessEngine",

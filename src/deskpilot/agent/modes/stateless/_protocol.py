@@ -41,9 +41,9 @@ from deskpilot._errors import ArgumentError, UnknownKeyError
 from deskpilot._untrusted import scrub_surrogates
 from deskpilot.agent.client._toolcalls import strip_think
 from deskpilot.geometry import NORM_MAX
-from deskpilot.imaging._overlay import ActionMark, BoxMark, scroll_words
-from deskpilot.input._keys import parse_combo
-from deskpilot.rundir._records import ReplyRecord
+from deskpilot.imaging import ActionMark, BoxMark, scroll_words
+from deskpilot.input import parse_combo
+from deskpilot.rundir import ReplyRecord
 
 __all__ = [
     "ACTION_NAMES",

@@ -70,7 +70,7 @@ from deskpilot.agent.modes.team._settings import TeamParams, TeamSettings, resol
 from deskpilot.agent.modes.team._state import REASONS, TeamState
 from deskpilot.agent.modes.team._tools import INSUFFICIENT_EVIDENCE, executor_toolset
 from deskpilot.agent.tools._core import ToolOutcome, err_payload
-from deskpilot.rundir._records import CallRecord, TeamTurnRecord
+from deskpilot.rundir import CallRecord, TeamTurnRecord
 
 __all__ = ["MODE", "TeamMode"]
 

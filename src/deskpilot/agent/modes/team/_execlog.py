@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from deskpilot.rundir._files import EXECUTION_LOG_FILE
-from deskpilot.rundir._writer import LineFile, RunLogError
+from deskpilot._errors import RunLogError
+from deskpilot.rundir import EXECUTION_LOG_FILE, LineFile
 
 __all__ = ["EXECUTION_LOG", "ExecutionLog"]
 
