@@ -43,7 +43,7 @@ def test_every_ending_but_an_answer_says_why_on_stderr(
     outcome: str, error: str | None, code: int, said: str,
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("deskpilot.agent._run.run_agent", fake_run(outcome, error))
+    monkeypatch.setattr("deskpilot.agent.run_agent", fake_run(outcome, error))
     assert main(["run", "--quiet", "a task"]) == code
     captured = capsys.readouterr()
     assert captured.out == ""
@@ -54,7 +54,7 @@ def test_an_answer_prints_nothing_on_stderr(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("deskpilot.agent._run.run_agent", fake_run("answered", None))
+    monkeypatch.setattr("deskpilot.agent.run_agent", fake_run("answered", None))
     assert main(["run", "--quiet", "a task"]) == 0
     assert capsys.readouterr().err == ""
 
