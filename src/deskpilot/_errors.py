@@ -221,6 +221,9 @@ class ModelStreamError(ModelResponseError):
 class ActionDeniedError(DeskpilotError):
     """The policy layer refused an action (``details['rule']`` says which rule)."""
 
+    #: The tool payload the model reads (None: worded from the message by whoever reports it).
+    payload: dict[str, Any] | None = None
+
 
 class PolicyDenied(ActionDeniedError):
     """A policy denial carrying its :class:`~deskpilot.safety.Decision` and the tool payload for the model.

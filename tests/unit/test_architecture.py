@@ -376,3 +376,58 @@ def test_the_one_name_test_catches_a_second_meaning() -> None:
         "eval/_task.py": "Verdict = bool | tuple[bool, str]\nMAX = 3\n",
     })
     assert clashes == {"Action": ["actions.py", "agent/modes/stateless/_protocol.py"], "Verdict": ["eval/_task.py", "safety/_policy.py"]}
+
+
+#: ``getattr``/``hasattr`` with a literal attribute name, allowed only on these receivers
+#: ((module, the receiver as written) -> why): everywhere else a member the code relies on
+#: is declared by the protocol or class it belongs to and used directly.
+DYNAMIC_ATTRIBUTES: dict[tuple[str, str], str] = {
+    ("cli.py", "args"): "argparse.Namespace: a flag exists only if the command registered it",
+    ("commands/run.py", "args"): "argparse.Namespace: run and panel share this reader, with different flags",
+    ("agent/modes/team/_engine.py", "args"): "argparse.Namespace: the team flags exist only on `deskpilot run`",
+    ("agent/modes/stateless/__init__.py", "args"): "argparse.Namespace: `run` and `panel` register different flags",
+    ("agent/modes/_registry.py", "module"): "a mode module found by name defines MODE or MODES at its top level",
+    ("rundir/_writer.py", "os"): "os.O_CLOEXEC and os.O_BINARY exist on one platform each",
+    ("input/_win_watchdog.py", "subprocess"): "subprocess.CREATE_NEW_PROCESS_GROUP exists on Windows only",
+    ("_win32/_library.py", "arg"): "ctypes' byref() object keeps its pointee in `_obj` (ctypes' own, undeclared)",
+    ("input/_controller.py", "point"): "a user's pair may be any indexable with a length (numpy arrays are no Sequence)",
+    ("capture/_capturer.py", "size"): "a user's size may be any indexable with a length (numpy arrays are no Sequence)",
+}
+
+
+def _literal_attribute_probes(source: str, filename: str = "<module>") -> Iterator[tuple[int, str, str]]:
+    """``(line, receiver, attribute)`` of each ``getattr(x, "name", ...)`` / ``hasattr(x, "name")``."""
+    for node in ast.walk(ast.parse(source, filename)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            yield node.lineno, ast.unparse(node.args[0]), node.args[1].value
+
+
+def test_no_getattr_on_members_a_protocol_does_not_declare() -> None:
+    """A member the code needs is declared (a Protocol's member, a class attribute's default,
+    a runtime-checkable capability protocol) and read directly, so mypy checks it and a
+    backend, screen or mode that lacks it fails loudly instead of being skipped in silence."""
+    offences = []
+    for path in _modules():
+        rel = path.relative_to(SRC).as_posix()
+        for line, receiver, attribute in _literal_attribute_probes(path.read_text(encoding="utf-8"), rel):
+            if (rel, receiver) not in DYNAMIC_ATTRIBUTES:
+                offences.append(f"{rel}:{line}: {receiver}.{attribute}")
+    assert not offences, "getattr/hasattr on an undeclared member (declare it, or list why in DYNAMIC_ATTRIBUTES):\n" + "\n".join(offences)
+
+
+def test_the_attribute_test_catches_a_probe() -> None:
+    source = (
+        "if getattr(damage, 'last_damage', 0.0) > started: pass\n"
+        "closer = getattr(self._backend, 'actions', None)\n"
+        "ok = hasattr(ctx, 'policy_async')\n"
+        "value = getattr(module, name)\n"  # a computed name: a lookup, not a probe
+    )
+    found = [(receiver, attribute) for _, receiver, attribute in sorted(_literal_attribute_probes(source))]
+    assert found == [("damage", "last_damage"), ("self._backend", "actions"), ("ctx", "policy_async")]

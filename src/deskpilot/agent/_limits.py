@@ -52,9 +52,10 @@ def _explicit(config: AgentConfig, key: str) -> bool:
 def _max_steps(config: AgentConfig, scenario: Scenario | None, mode: Any) -> int:
     # A mode with its own bound (team: its variant's, or team.max_steps, or an explicit
     # agent.max_steps, resolved by the mode) is what its session counts against.
-    own = getattr(mode, "max_steps", None)
-    if isinstance(own, int) and own > 0:
-        return own
+    from deskpilot.agent.modes._registry import StepBounded
+
+    if isinstance(mode, StepBounded) and isinstance(mode.max_steps, int) and mode.max_steps > 0:
+        return mode.max_steps
     if _explicit(config, "agent.max_steps"):
         return config.agent.max_steps
     if scenario is not None and scenario.max_steps:

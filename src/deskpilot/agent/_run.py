@@ -205,6 +205,8 @@ class _Stop:
 
 def _open_records(config: AgentConfig, runlog: RunLog, mode: Any) -> tuple[RunRedaction | None, ExchangeLog | None]:
     """The run's redaction (None: records are written as they are) and exchange log."""
+    from deskpilot.agent.modes._registry import TextCallMode
+
     options = redact_options(config)
     exchange: ExchangeLog | None = None
     redaction: RunRedaction | None = None
@@ -212,7 +214,7 @@ def _open_records(config: AgentConfig, runlog: RunLog, mode: Any) -> tuple[RunRe
         redaction = RunRedaction(options)
         # A text protocol (UI-TARS) writes what it types into its reply text: the
         # exchange log records that reply before any call has run, so read it there.
-        redaction.text_protocol = getattr(getattr(mode, "tools", None), "text_protocol", None)
+        redaction.text_protocol = mode.text_protocol if isinstance(mode, TextCallMode) else None
         runlog.redactor = redaction.record
         if config.run.exchange_log:
             exchange = RedactingExchangeLog(runlog.exchange_log_path, redaction)
@@ -597,10 +599,8 @@ async def _release_hands(
     # Failures here must not stop the record from being written.
     with contextlib.suppress(Exception):
         await asyncio.wait_for(loop.run_in_executor(executor, hands.release_all), 2.0)
-    closer = getattr(hands, "close", None)
-    if callable(closer):
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(loop.run_in_executor(executor, closer), 2.0)
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(loop.run_in_executor(executor, hands.close), 2.0)
 
 
 async def run_agent_async(

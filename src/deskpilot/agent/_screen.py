@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot.capture import CursorImage
+from deskpilot.capture import CursorImage, Frame
 from deskpilot.geometry import NORM_MAX, Mapping, Rect
 
 __all__ = ["CapturerScreen", "Probe", "Screen", "Shot", "change_box", "expand_rect"]
@@ -71,12 +71,38 @@ class Screen(Protocol):
 
     monitor: int
 
+    @property
+    def area(self) -> Rect:
+        """The working area: physical pixels of the virtual desktop."""
+        ...
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """The size of the images :meth:`grab` makes."""
+        ...
+
+    @property
+    def cursor_problem(self) -> str | None:
+        """Why a frame went without the cursor, the first time it did (None: never)."""
+        ...
+
+    @property
+    def keeps_probe_pixels(self) -> bool:
+        """Whether :meth:`grab_probed` makes its image from the last probe's pixels (no
+        second grab): the session then prepares the image while the screen settles."""
+        ...
+
     def probe(self) -> Probe:
         """Cheap: digest of the raw working area (no cursor, no resize) and the pointer."""
         ...
 
     def grab(self) -> Shot:
         """The working area at the configured model image size, cursor drawn if enabled."""
+        ...
+
+    def grab_probed(self, *, pixel_digest: bool = True) -> Shot:
+        """The image of the last :meth:`probe`'s pixels where the screen keeps them, else a
+        :meth:`grab`; ``pixel_digest=False`` may key the shot by the probe's digest."""
         ...
 
     def grab_region(self, rect: Rect) -> Shot:
@@ -109,6 +135,13 @@ class CapturerScreen:
     def area(self) -> Rect:
         """The working area: physical pixels of the virtual desktop."""
         return self._capturer.area
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        return self.size
+
+    #: The probe keeps the raw pixels it digested (native scaling): :meth:`grab_probed` uses them.
+    keeps_probe_pixels = True
 
     @property
     def backend_name(self) -> str:
@@ -179,8 +212,8 @@ def _shot_digest(raw: int, cursor: CursorImage | None, size: tuple[int, int]) ->
     return hash((raw, size, cursor.position, cursor.hotspot, shape)) & 0xFFFFFFFFFFFFFFFF
 
 
-def _cursor(frame: Any) -> tuple[int, int] | None:
-    pos = getattr(frame, "cursor", None)
+def _cursor(frame: Frame) -> tuple[int, int] | None:
+    pos = frame.cursor
     if pos is None:
         return None
     return (int(pos[0]), int(pos[1]))

@@ -609,17 +609,17 @@ class Session:
         settle waits out its quiet interval, so a settled screen is ready to send when
         the wait ends (a probe overtaken by drawing costs only idle time)."""
         last = self.latest_full
-        grab_probed = getattr(self.screen, "grab_probed", None)
+        screen = self.screen
         damage = self.damage
 
         def look() -> tuple[Probe, Shot | None]:
             started = time.perf_counter()
-            value = self.screen.probe()
-            if grab_probed is None or (last is not None and last.probe == value):
+            value = screen.probe()
+            if not screen.keeps_probe_pixels or (last is not None and last.probe == value):
                 return value, None
-            if getattr(damage, "last_damage", 0.0) > started:
+            if damage is not None and damage.last_damage > started:
                 return value, None  # drawn on since: the settle looks again, the image would be wasted
-            shot: Shot = grab_probed(pixel_digest=False)  # digested in the encode worker, overlapped
+            shot = screen.grab_probed(pixel_digest=False)  # digested in the encode worker, overlapped
             shot.probe = value
             return value, shot
 
@@ -686,7 +686,7 @@ class Session:
             shot = prepared
         else:
             # The settled probe's pixels become the image (no second grab of the screen).
-            grab = getattr(self.screen, "grab_probed", None) or self.screen.grab
+            grab = self.screen.grab_probed if self.screen.keeps_probe_pixels else self.screen.grab
             with turn.timer.phase("capture"):
                 shot = await self._capture.call(grab)
         shot.probe = key
@@ -705,10 +705,9 @@ class Session:
 
     def _close_damage(self) -> None:
         damage, self.damage = self.damage, None
-        closer = getattr(damage, "close", None)
-        if callable(closer):
+        if damage is not None:
             with contextlib.suppress(Exception):
-                closer()
+                damage.close()
 
     def _encode_sync(self, shot: Shot) -> _Encoded:
         png = imaging.encode_png(shot.rgb, level=self.config.screen.png_level)
@@ -782,7 +781,7 @@ class Session:
             "zoomed": shot.zoomed,
             "png_bytes": len(encoded.png),
         }
-        self.note_cursor_problem(record, getattr(self.screen, "cursor_problem", None))
+        self.note_cursor_problem(record, self.screen.cursor_problem)
         turn.record["observation"] = record
         return obs
 

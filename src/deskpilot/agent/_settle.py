@@ -418,8 +418,13 @@ class DamageSource(Protocol):
     were drawing on the working area (drawing elsewhere, a clock outside the captured
     area, does not count)."""
 
+    #: When the last drawing on the working area was drained (``time.perf_counter()``; 0.0:
+    #: none yet): a probe older than it is stale.
+    last_damage: float
+
     def fileno(self) -> int: ...
     def drain(self) -> int: ...
+    def close(self) -> None: ...
 
 
 async def settle_on_damage(

@@ -7,14 +7,14 @@ compositing, downscale, RGB, PNG) happens in :mod:`deskpilot.imaging`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot.geometry import Rect
 
-__all__ = ["CaptureBackend", "CursorImage", "CursorKind", "Monitor"]
+__all__ = ["CaptureBackend", "CursorImage", "CursorKind", "Monitor", "ScalingBackend"]
 
 #: How a cursor image is encoded (see :func:`deskpilot.imaging.composite_cursor`):
 #: ``premultiplied`` / ``straight``: HxWx4 BGRA with alpha;
@@ -64,4 +64,14 @@ class CaptureBackend(Protocol):
 
     def close(self) -> None:
         """Release every OS resource (DCs, bitmaps, X connections). Idempotent."""
+        ...
+
+
+@runtime_checkable
+class ScalingBackend(CaptureBackend, Protocol):
+    """A backend that also lets the OS downscale while it copies (GDI's StretchBlt:
+    ``Capturer(scaling="gdi")``)."""
+
+    def grab_scaled(self, rect: Rect, size: tuple[int, int]) -> npt.NDArray[np.uint8]:
+        """Pixels of ``rect`` scaled to ``size`` (width, height), HxWx4 BGRA uint8."""
         ...

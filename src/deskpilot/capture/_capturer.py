@@ -23,7 +23,7 @@ import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import CaptureError, ConfigError, PlatformError
-from deskpilot.capture._base import CaptureBackend, CursorImage, Monitor
+from deskpilot.capture._base import CaptureBackend, CursorImage, Monitor, ScalingBackend
 from deskpilot.capture._frame import Frame
 from deskpilot.geometry import Rect
 
@@ -101,8 +101,12 @@ class Capturer:
             raise ConfigError(f"scaling must be 'native' or 'gdi', got {scaling!r}")
         self._backend: CaptureBackend = make_backend(backend, cursor=cursor) if isinstance(backend, str) else backend
         try:
-            if scaling == "gdi" and not hasattr(self._backend, "grab_scaled"):
-                raise ConfigError(f"scaling='gdi' needs the gdi backend, not {self._backend.name!r}")
+            #: The backend that downscales while it copies (scaling="gdi"), else None.
+            self._scaler: ScalingBackend | None = None
+            if scaling == "gdi":
+                if not isinstance(self._backend, ScalingBackend):
+                    raise ConfigError(f"scaling='gdi' needs the gdi backend, not {self._backend.name!r}")
+                self._scaler = self._backend
             self.scaling: Scaling = scaling
             self.cursor = bool(cursor)
             self.monitor = self._pick_monitor(self._backend.monitors(), monitor)
@@ -173,9 +177,10 @@ class Capturer:
         self._check_open()
         timestamp = time.time()
         t0 = time.perf_counter()
-        gdi_scaled = self.scaling == "gdi" and (width, height) != (area.width, area.height)
-        if gdi_scaled:
-            bgra: Pixels = self._backend.grab_scaled(area, (width, height))  # type: ignore[attr-defined]
+        scaler = self._scaler if self.scaling == "gdi" and (width, height) != (area.width, area.height) else None
+        gdi_scaled = scaler is not None
+        if scaler is not None:
+            bgra: Pixels = scaler.grab_scaled(area, (width, height))
         else:
             bgra = self._backend.grab_bgra(area)
         t1 = time.perf_counter()

@@ -94,6 +94,8 @@ class GdiBackend:
     """
 
     name = "gdi"
+    #: Until ``__init__`` has allocated: a backend whose constructor failed has nothing to free.
+    _closed = True
 
     def __init__(
         self,
@@ -437,8 +439,8 @@ class GdiBackend:
 
     def __del__(self) -> None:
         # A forgotten backend still gives its DCs and DIB back when collected, not at
-        # process exit. ``_closed`` is missing when __init__ failed before allocating.
-        if not getattr(self, "_closed", True):
+        # process exit. ``_closed`` is the class's True when __init__ failed before allocating.
+        if not self._closed:
             with contextlib.suppress(Exception):
                 self.close()
 

@@ -91,6 +91,8 @@ class MssBackend:
     returns None (frames without the cursor)."""
 
     name = "mss"
+    #: Until ``__init__`` has opened: a backend whose constructor failed has nothing to free.
+    _closed = True
 
     def __init__(self, *, cursor: bool = True) -> None:
         import mss
@@ -182,6 +184,6 @@ class MssBackend:
 
     def __del__(self) -> None:
         # A forgotten backend still gives its X connections back when collected.
-        if not getattr(self, "_closed", True):
+        if not self._closed:
             with contextlib.suppress(Exception):
                 self.close()

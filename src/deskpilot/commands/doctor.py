@@ -155,7 +155,7 @@ def _input_check(config: Any) -> CheckResult:
         with InputController(backend) as hands:
             pos = hands.position()
             desktop = hands.desktop
-            name = getattr(hands.backend, "name", backend)
+            name = hands.backend.name
     except Exception as exc:
         return CheckResult("input", "FAIL", f"{type(exc).__name__}: {exc}")
     return CheckResult(

@@ -170,7 +170,7 @@ def run_eval(
         _restore_sigterm(old_term)
     wall = time.monotonic() - started
     summary = summarize(records, suite=suite_obj.name, wall_s=wall, ran=progress.done + progress.retries,
-                        parallel=getattr(engine, "parallel", 1), engine=engine.name, scripted=scripted,
+                        parallel=engine.parallel, engine=engine.name, scripted=scripted,
                         tasks=[t.name for t in tasks])
     summary["interrupted"] = interrupted
     from deskpilot.rundir import dumps_json

@@ -93,6 +93,8 @@ class AttemptQueue:
 
 class Engine(Protocol):
     name: str
+    #: How many sessions it runs at once (the summary reports it).
+    parallel: int
 
     def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
         """Run attempts from ``queue`` until it answers None or ``stop`` is set."""
@@ -248,6 +250,8 @@ class LocalEngine:
         self.parallel = parallel
         self.fork_server = fork_server
         self._server: ForkServer | None = None
+        #: The sessions' environment, set by :meth:`run` (None: this one's, without DISPLAY).
+        self._env: dict[str, str] | None = None
 
     def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
         env = {**os.environ, SESSION_ENV: str(spec.get("token", ""))}
@@ -288,7 +292,7 @@ class LocalEngine:
                 return server.start(args, log)
             except RuntimeError:
                 pass  # the server died: this and later sessions start the slow way
-        env = getattr(self, "_env", None) or {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+        env = self._env or {k: v for k, v in os.environ.items() if k != "DISPLAY"}
         return _Spawned([sys.executable, "-m", "deskpilot.eval", *args], log, env)
 
     def run_one(self, attempt: Attempt, spec: Mapping[str, Any], stop: threading.Event) -> Record | None:

@@ -7,12 +7,12 @@ for every OS.
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from deskpilot.geometry import Rect
 from deskpilot.input._keys import KeySpec
 
-__all__ = ["Button", "InputBackend"]
+__all__ = ["Button", "InputBackend", "RecordingBackend"]
 
 Button = Literal["left", "right", "middle"]
 
@@ -57,3 +57,11 @@ class InputBackend(Protocol):
     def close(self) -> None:
         """Release OS resources. Idempotent."""
         ...
+
+
+@runtime_checkable
+class RecordingBackend(Protocol):
+    """A backend that records the events it is sent instead of (or besides) sending them
+    (``dry``): :attr:`deskpilot.input.InputController.actions` reads them."""
+
+    actions: list[dict[str, Any]]

@@ -24,7 +24,7 @@ from typing import Any, SupportsFloat, SupportsIndex, TypeAlias, cast
 from deskpilot._errors import InputArgumentError, InputError
 from deskpilot.actions import Action
 from deskpilot.geometry import Rect
-from deskpilot.input._base import Button, InputBackend
+from deskpilot.input._base import Button, InputBackend, RecordingBackend
 from deskpilot.input._keys import KeySpec, parse_combo
 from deskpilot.input._perform import perform
 
@@ -114,8 +114,8 @@ class InputController:
     @property
     def actions(self) -> list[dict[str, Any]]:
         """What the dry backend recorded (empty for backends that record nothing)."""
-        recorded = getattr(self._backend, "actions", None)
-        return recorded if isinstance(recorded, list) else []
+        backend = self._backend
+        return backend.actions if isinstance(backend, RecordingBackend) and isinstance(backend.actions, list) else []
 
     @property
     def desktop(self) -> Rect:

@@ -139,6 +139,10 @@ class XTestBackend:
 
     name = "xtest"
 
+    #: Whether ``__init__`` got as far as opening the display (a failed constructor has
+    #: nothing for ``__del__`` to close).
+    _opened = False
+
     def __init__(
         self,
         display: str | None = None,
@@ -161,6 +165,7 @@ class XTestBackend:
         self._lock = threading.RLock()
         self._xtst = library("Xtst")
         self._display = XDisplay(InputError, display)
+        self._opened = True
         self._timer: threading.Timer | None = None
         self._watchdog: Watchdog | None = None
         try:
@@ -751,7 +756,6 @@ class XTestBackend:
                     watchdog.release()  # the last controller of the process stops it
 
     def __del__(self) -> None:
-        display = getattr(self, "_display", None)
-        if display is not None and not display.closed:
+        if self._opened and not self._display.closed:
             with contextlib.suppress(Exception):
                 self.close()

@@ -296,12 +296,10 @@ class Desktop:
         factory = self._screen_factory
         # The monitor's size decides the image size: a first screen at any size reads it.
         screen = factory(size=box, monitor=index, backend=cfg.capture_backend, cursor=cfg.cursor)
-        area: Rect | None = getattr(screen, "area", None)
-        if area is not None:
-            size = _fit(area.width, area.height, box)
-            if size != tuple(getattr(screen, "size", ())):
-                screen.close()
-                screen = factory(size=size, monitor=index, backend=cfg.capture_backend, cursor=cfg.cursor)
+        size = _fit(screen.area.width, screen.area.height, box)
+        if size != screen.image_size:
+            screen.close()
+            screen = factory(size=size, monitor=index, backend=cfg.capture_backend, cursor=cfg.cursor)
         self.view_key = (monitor, box)
         self._screen = screen
         return screen
@@ -329,14 +327,12 @@ class Desktop:
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
             await asyncio.wait_for(loop.run_in_executor(self._input, ctx.hands.release_all), 5.0)
-        closer = getattr(ctx.hands, "close", None)
-        if callable(closer):
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(loop.run_in_executor(self._input, closer), 2.0)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(loop.run_in_executor(self._input, ctx.hands.close), 2.0)
         ctx.close()
 
     async def _close_screen(self) -> None:
-        screen = getattr(self, "_screen", None)
+        screen = self._screen
         if screen is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.capture.call(screen.close), 2.0)
@@ -555,7 +551,7 @@ class Desktop:
             try:
                 yield turn
             except ActionDeniedError as exc:
-                denial = getattr(exc, "payload", None)
+                denial = exc.payload
                 self._close(turn, dict(denial) if isinstance(denial, dict) else err_payload("policy_denied", str(exc)))
                 raise
             except ArgumentError as exc:
@@ -615,7 +611,7 @@ class Desktop:
         except ActionDeniedError as exc:
             if records:
                 # A sequence stops at its first denied action; the client learns what was sent.
-                denial = getattr(exc, "payload", None)
+                denial = exc.payload
                 if isinstance(denial, dict):
                     denial["performed_before"] = list(records)
             raise
@@ -672,7 +668,7 @@ class Desktop:
                 turn.record["result"]["pointer"] = list(shot.cursor)
             return await self._image(turn, shot, max_bytes)
         screen = session.screen
-        area: Rect = getattr(screen, "area", None) or self.ctx.mapping.area  # type: ignore[union-attr]
+        area: Rect = screen.area
         x, y, w, h = region
         if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > area.width or y + h > area.height:
             raise ArgumentError("out_of_range", f"region {list(region)} is not inside the {area.width}x{area.height} monitor")

@@ -70,7 +70,7 @@ def _step_result(step: StepResult) -> CallToolResult:
 def _refusal(exc: BaseException) -> ToolError:
     """The tool error the client reads: the reason, never a traceback."""
     if isinstance(exc, ActionDeniedError):
-        payload = getattr(exc, "payload", None) or {}
+        payload = exc.payload or {}
         error = payload.get("error")
         reason = error.get("message") if isinstance(error, dict) else None
         rule = exc.details.get("rule")

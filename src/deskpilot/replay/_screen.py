@@ -106,6 +106,13 @@ class RecordedScreen:
         h, w = rgb.shape[:2]
         return Shot(rgb, Mapping(self.area, w, h), imaging.frame_digest(rgb), self._position())
 
+    #: The recorded frames have no cursor problem, and no probe pixels to reuse.
+    cursor_problem: str | None = None
+    keeps_probe_pixels = False
+
+    def grab_probed(self, *, pixel_digest: bool = True) -> Shot:
+        return self.grab()
+
     def grab_region(self, rect: Rect) -> Shot:
         inside = rect.intersect(self.area) or self.area
         with self._lock:

@@ -110,7 +110,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import orjson
 
@@ -134,6 +134,13 @@ __all__ = [
 FORMAT_VERSION = 1
 
 
+@runtime_checkable
+class _AsDict(Protocol):
+    """A record-like value that says what it is as a dict (a trip, a decision)."""
+
+    def as_dict(self) -> Any: ...
+
+
 def _default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
@@ -141,7 +148,7 @@ def _default(obj: Any) -> Any:
         return list(obj)
     if isinstance(obj, bytes):
         return f"<{len(obj)} bytes>"
-    if hasattr(obj, "as_dict"):
+    if isinstance(obj, _AsDict):
         return obj.as_dict()
     raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 

@@ -478,9 +478,9 @@ async def run_guarded(mode: Any, session: Any, guard: SafetyGuard) -> Any:
     import asyncio
 
     ctx = session.ctx
+    # The agent's ToolContext: the synchronous hook and the one the one path awaits.
     ctx.policy = guard.check_action
-    if hasattr(ctx, "policy_async"):
-        ctx.policy_async = guard.check_action_async
+    ctx.policy_async = guard.check_action_async
     ctx.hands = guard.wrap_hands(ctx.hands)
     guard.start()
     inner = asyncio.ensure_future(mode.run(session))

@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -70,6 +70,14 @@ ECHO_MIN_CHARS = 3
 _FILE_NAME = re.compile(r"[\w.-]+\.(?:png|jpe?g|json|jsonl|txt|log)")
 
 
+@runtime_checkable
+class ToolDefinition(Protocol):
+    """A tool as an object (the agent's ``Tool``): its name and its JSON-schema parameters."""
+
+    name: str
+    parameters: Mapping[str, Any]
+
+
 def typing_tool_names(definitions: Iterable[Any]) -> frozenset[str]:
     """Lowercased names of the typing tools among ``definitions``: OpenAI function tools
     (``{"type": "function", "function": {...}}``), bare ``{"name", "parameters"}`` dicts
@@ -83,8 +91,10 @@ def typing_tool_names(definitions: Iterable[Any]) -> frozenset[str]:
             function = item.get("function")
             spec = function if isinstance(function, Mapping) else item
             name, params = spec.get("name"), spec.get("parameters")
+        elif isinstance(item, ToolDefinition):
+            name, params = item.name, item.parameters
         else:
-            name, params = getattr(item, "name", None), getattr(item, "parameters", None)
+            name, params = None, None
         props = params.get("properties") if isinstance(params, Mapping) else None
         text = props.get("text") if isinstance(props, Mapping) else None
         if isinstance(name, str) and isinstance(text, Mapping) and text.get("type") == "string":

@@ -94,6 +94,13 @@ class SimulatedDesktop:
         mapping = Mapping(self.area, self.image_size[0], self.image_size[1])
         return Shot(rgb, mapping, imaging.frame_digest(rgb), self.pointer)
 
+    #: The picture is drawn whole: no cursor problem, no probe pixels to reuse.
+    cursor_problem: str | None = None
+    keeps_probe_pixels = False
+
+    def grab_probed(self, *, pixel_digest: bool = True) -> Shot:
+        return self.grab()
+
     def grab_region(self, rect: Rect) -> Shot:
         self.grabs += 1
         inside = rect.intersect(self.area) or self.area

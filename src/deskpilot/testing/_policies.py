@@ -20,7 +20,7 @@ import inspect
 import io
 import threading
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from deskpilot.testing._replies import Fault, Reply, tool_call
 
@@ -32,6 +32,7 @@ __all__ = ["PixelPolicy", "ReplyPolicy", "ScriptedPolicy", "color_name", "find_c
 Answer = Reply | Fault
 
 
+@runtime_checkable
 class ReplyPolicy(Protocol):
     """How the scripted model server answers a request (not the safety :class:`deskpilot.safety.Policy`)."""
 
@@ -41,7 +42,7 @@ class ReplyPolicy(Protocol):
 
 async def resolve_reply(policy: ReplyPolicy | Callable[[RecordedRequest], Any], request: RecordedRequest) -> Answer:
     """Ask ``policy`` for its answer to ``request`` (sync or async; str/dict accepted)."""
-    respond = policy.respond if hasattr(policy, "respond") else policy
+    respond = policy.respond if isinstance(policy, ReplyPolicy) else policy
     result = respond(request)
     if inspect.isawaitable(result):
         result = await result

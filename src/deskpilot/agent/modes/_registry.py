@@ -39,19 +39,37 @@ import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from deskpilot._errors import ConfigError
 from deskpilot.agent._config import AgentConfig, register_section
 
 if TYPE_CHECKING:
     from deskpilot.agent._session import ModeResult, Session
+    from deskpilot.agent.tools._protocol import TextParser
 
-__all__ = ["Mode", "ModeSpec", "discover_modes", "get_mode"]
+__all__ = ["Mode", "ModeSpec", "StepBounded", "TextCallMode", "discover_modes", "get_mode"]
 
 
 class Mode(Protocol):
     async def run(self, session: Session) -> ModeResult: ...
+
+
+@runtime_checkable
+class StepBounded(Protocol):
+    """A mode with its own bound on steps (team: its variant's, ``team.max_steps``, or an
+    explicit ``agent.max_steps``, resolved by the mode): its session counts against it."""
+
+    max_steps: int
+
+
+@runtime_checkable
+class TextCallMode(Protocol):
+    """A mode whose tool set may write its calls as text (single with UI-TARS): the
+    redaction reads what a reply types before any call has run."""
+
+    @property
+    def text_protocol(self) -> TextParser | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -786,7 +786,7 @@ def _refusal(exc: DeskpilotError) -> ToolOutcome | None:
     if isinstance(exc, ActionDeniedError):
         # The safety layer's PolicyDenied carries the payload the model should read (why,
         # which rule, do not retry as is); any other refusal gets the same error type.
-        payload = getattr(exc, "payload", None)
+        payload = exc.payload
         if isinstance(payload, dict):
             return ToolOutcome(payload)
         return ToolOutcome(err_payload("policy_denied", str(exc)))

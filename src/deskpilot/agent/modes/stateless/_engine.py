@@ -39,7 +39,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,9 @@ from deskpilot.geometry import Mapping as GeoMapping
 from deskpilot.imaging import ActionMark, BoxMark, action_mark, annotate
 from deskpilot.panel import PanelServer, PanelState, resolve_token, style_to_ui_config
 from deskpilot.rundir import STATELESS_FILE, LineFile, RunLog
+
+if TYPE_CHECKING:
+    from deskpilot.capture import Capturer
 
 __all__ = [
     "StatelessEngine",
@@ -147,7 +150,7 @@ class StatelessEngine:
         self._log_handler: logging.Handler | None = None
         self._log_level = logging.NOTSET
         self._annotation_fallbacks = 0
-        self._capturer: Any = None  # deskpilot.capture.Capturer of the working area (real screens)
+        self._capturer: Capturer | None = None  # of the working area (real screens)
         #: The digest of the last frame captured: the settle after actions waits for the
         #: app's first reaction, a frame other than this one.
         self._last_digest: int | None = None
@@ -221,7 +224,7 @@ class StatelessEngine:
             )
             monitor_index = session.screen.monitor
 
-            def open_capturer() -> Any:
+            def open_capturer() -> Capturer:
                 from deskpilot.capture import Capturer
 
                 return Capturer(
@@ -478,7 +481,8 @@ class StatelessEngine:
             "annotation": how,
         }
         # Once per run, as in the other modes: frames go on without the cursor.
-        session.note_cursor_problem(turn.record["observation"], getattr(self._capturer, "cursor_problem", None))
+        capturer = self._capturer
+        session.note_cursor_problem(turn.record["observation"], capturer.cursor_problem if capturer is not None else None)
         return annotated, how, raw_task
 
     @staticmethod
@@ -663,7 +667,7 @@ class StatelessEngine:
             except ActionDeniedError as exc:
                 # Like a tool call: the denial is this action's result, the turn goes on
                 # and the model reads why in the next request's feedback.
-                payload = getattr(exc, "payload", None)
+                payload = exc.payload
                 if not isinstance(payload, dict):
                     payload = err_payload("policy_denied", str(exc))
                     payload["error"]["rule"] = str(exc.details.get("rule", "policy"))

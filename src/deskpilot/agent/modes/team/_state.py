@@ -23,7 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from deskpilot.agent.modes.team._common import Role
+from deskpilot.agent.modes.team._common import (
+    DragArgs,
+    KeyArgs,
+    PointerArgs,
+    ProgressArgs,
+    Role,
+    ScrollArgs,
+    TextArgs,
+)
 from deskpilot.agent.modes.team._memory import AgentMemory, MemoryEntry, clip
 from deskpilot.agent.modes.team._variants import TeamVariant
 
@@ -225,9 +233,8 @@ def describe_action(record: MemoryEntry) -> str:
     what = _action_text(args)
     if what:
         lines.append(f"Action: {what}")
-    reason = getattr(args, "reason", "")
-    if isinstance(reason, str) and reason:
-        lines.append(f"Reasoning: {clip(reason, 300)}")
+    if isinstance(args, (PointerArgs, DragArgs, TextArgs, KeyArgs, ScrollArgs)) and args.reason:
+        lines.append(f"Reasoning: {clip(args.reason, 300)}")
     lines.append(f"Result: {record.result}")
     lines.append(
         "Expected: check the screenshot for the visible effect of this action before the next one."
@@ -236,18 +243,15 @@ def describe_action(record: MemoryEntry) -> str:
 
 
 def _action_text(args: Any) -> str:
-    if args is None:
-        return ""
-    target = getattr(args, "target", "")
-    if hasattr(args, "start") and hasattr(args, "end"):
-        return f"dragged {target!r} from {args.start} to {args.end}"
-    if hasattr(args, "position"):
-        return f"{target!r} at {args.position}"
-    if hasattr(args, "text"):
+    if isinstance(args, DragArgs):
+        return f"dragged {args.target!r} from {args.start} to {args.end}"
+    if isinstance(args, PointerArgs):
+        return f"{args.target!r} at {args.position}"
+    if isinstance(args, TextArgs):
         return f"typed {clip(args.text, 120)!r}"
-    if hasattr(args, "key"):
+    if isinstance(args, KeyArgs):
         return f"pressed {args.key}"
-    if hasattr(args, "state"):
+    if isinstance(args, ProgressArgs):
         return f"reported goal {args.goal!r} as {args.state}"
     if isinstance(args, dict) and args:
         return clip(", ".join(f"{k}={v!r}" for k, v in args.items()), 200)
