@@ -31,9 +31,9 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 
@@ -484,26 +484,39 @@ def _parse_action(item: Any) -> ReplyAction:
     if name == "done":
         return ReplyAction("done")
     if name == "type":
-        text = _string(item, ("text", "value", "content", "string"))
-        if not isinstance(text, str):
-            raise _Reject('type needs "text" (a string)')
-        if not text:
-            raise _Reject('type needs a non-empty "text"')
-        if len(text) > MAX_TEXT_CHARS:
-            raise _Reject(f"type text is longer than {MAX_TEXT_CHARS} characters")
-        return ReplyAction("type", text=text)
+        return _parse_type(item)
     if name == "key":
-        keys = _string(item, ("keys", "key", "combo", "hotkey", "text"))
-        if isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys):
-            keys = "+".join(keys)
-        if not isinstance(keys, str) or not keys.strip():
-            raise _Reject('key needs "keys", e.g. "enter" or "ctrl+s"')
-        keys = keys.strip()
-        try:
-            parse_combo(keys)
-        except UnknownKeyError as exc:
-            raise _Reject(f"key: {exc}") from None
-        return ReplyAction("key", keys=keys)
+        return _parse_key(item)
+    return _parse_pointer(item, name, written)
+
+
+def _parse_type(item: Mapping[str, Any]) -> ReplyAction:
+    text = _string(item, ("text", "value", "content", "string"))
+    if not isinstance(text, str):
+        raise _Reject('type needs "text" (a string)')
+    if not text:
+        raise _Reject('type needs a non-empty "text"')
+    if len(text) > MAX_TEXT_CHARS:
+        raise _Reject(f"type text is longer than {MAX_TEXT_CHARS} characters")
+    return ReplyAction("type", text=text)
+
+
+def _parse_key(item: Mapping[str, Any]) -> ReplyAction:
+    keys = _string(item, ("keys", "key", "combo", "hotkey", "text"))
+    if isinstance(keys, list) and keys and all(isinstance(k, str) for k in keys):
+        keys = "+".join(keys)
+    if not isinstance(keys, str) or not keys.strip():
+        raise _Reject('key needs "keys", e.g. "enter" or "ctrl+s"')
+    keys = keys.strip()
+    try:
+        parse_combo(keys)
+    except UnknownKeyError as exc:
+        raise _Reject(f"key: {exc}") from None
+    return ReplyAction("key", keys=keys)
+
+
+def _parse_pointer(item: Mapping[str, Any], name: str, written: str) -> ReplyAction:
+    """A pointer action (move, the clicks, drag) or a scroll, at x1/y1 (0..1000)."""
     x1 = _coord(item, ("x1", "x"), name)
     y1 = _coord(item, ("y1", "y"), name)
     if name == "scroll":
@@ -595,13 +608,50 @@ def parse_vlm_output(
     where it drafts the JSON before the answer: the last complete reply object is acted on,
     not the first (the draft).
     """
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if not isinstance(text, str):
-        text = "" if text is None else str(text)
-    raw = text
+    text = _reply_text(text)
     cleaned = strip_think(text)
     rejected: list[Rejection] = []
+    located = _locate_reply(text, cleaned, from_reasoning)
+    if located is None:
+        observation = cleaned[:max_observation_chars]
+        if cleaned:
+            rejected.append(
+                Rejection("json", "no JSON object found: the reply was taken as the observation")
+            )
+        else:
+            rejected.append(Rejection("json", "empty reply"))
+        return VlmOutput(observation, rejected=tuple(rejected), source="text", raw=text)
+    data, source, json_text = located
+    observation = _read_observation(data, max_observation_chars, rejected)
+    box_items = _items(data.get("bboxes", data.get("boxes")), "bbox", "bboxes", rejected)
+    bboxes = _read_items(box_items, "bbox", max_bboxes, _parse_bbox, rejected)
+    action_items = _items(data.get("actions", data.get("action")), "action", "actions", rejected)
+    actions = _read_items(action_items, "action", max_actions, _parse_action, rejected)
+    if len(box_items) > MAX_ITEMS_SCANNED:
+        rejected.append(
+            Rejection("bbox", f"{len(box_items) - MAX_ITEMS_SCANNED} more bboxes ignored")
+        )
+    if len(action_items) > MAX_ITEMS_SCANNED:
+        rejected.append(
+            Rejection("action", f"{len(action_items) - MAX_ITEMS_SCANNED} more actions ignored")
+        )
+    return VlmOutput(
+        observation, tuple(bboxes), tuple(actions), tuple(rejected), source, json_text, text
+    )
+
+
+def _reply_text(text: Any) -> str:
+    """The reply as text, whatever the server sent (bytes, None, another value)."""
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        return "" if text is None else str(text)
+    return text
+
+
+def _locate_reply(text: str, cleaned: str, from_reasoning: bool) -> tuple[dict[str, Any], Source, str] | None:
+    """The reply object in ``cleaned`` (``text`` without its thinking), or in ``text`` as
+    written where stripping the thinking cut it."""
     located = _locate(cleaned, last=from_reasoning)
     if cleaned != text.strip() and (located is None or not _is_reply(located[0])):
         # A think tag inside the reply's own strings ({"observation": "... <think> ..."})
@@ -612,17 +662,10 @@ def parse_vlm_output(
             at = text.find(unstripped[2])
             if at >= 0 and "think>" not in text[:at]:
                 located = unstripped
-    if located is None:
-        observation = cleaned[:max_observation_chars]
-        if cleaned:
-            rejected.append(
-                Rejection("json", "no JSON object found: the reply was taken as the observation")
-            )
-        else:
-            rejected.append(Rejection("json", "empty reply"))
-        return VlmOutput(observation, rejected=tuple(rejected), source="text", raw=raw)
-    data, source, json_text = located
+    return located
 
+
+def _read_observation(data: Mapping[str, Any], max_chars: int, rejected: list[Rejection]) -> str:
     obs_value = data.get("observation")
     if isinstance(obs_value, str):
         observation = obs_value.strip()
@@ -630,54 +673,34 @@ def parse_vlm_output(
         observation = ""
         rejected.append(Rejection("observation", 'no "observation": keep telling your story in it'))
     else:
-        observation = _excerpt(obs_value, max_observation_chars)
+        observation = _excerpt(obs_value, max_chars)
         rejected.append(Rejection("observation", '"observation" should be a string'))
-    if len(observation) > max_observation_chars:
-        observation = observation[:max_observation_chars]
-        rejected.append(
-            Rejection("observation", f"observation cut to {max_observation_chars} characters")
-        )
+    if len(observation) > max_chars:
+        observation = observation[:max_chars]
+        rejected.append(Rejection("observation", f"observation cut to {max_chars} characters"))
+    return observation
 
-    bboxes: list[BBox] = []
-    box_items = _items(data.get("bboxes", data.get("boxes")), "bbox", "bboxes", rejected)
-    for index, item in enumerate(box_items[:MAX_ITEMS_SCANNED]):
-        if len(bboxes) >= max_bboxes:
-            rejected.append(
-                Rejection(
-                    "bbox", f"over the limit of {max_bboxes} bboxes per turn", index, _excerpt(item)
-                )
-            )
+
+_Item = TypeVar("_Item")
+_PLURAL = {"action": "actions", "bbox": "bboxes"}
+
+
+def _read_items(
+    items: list[Any],
+    kind: Literal["action", "bbox"],
+    limit: int,
+    parse: Callable[[Any], _Item],
+    rejected: list[Rejection],
+) -> list[_Item]:
+    """The first ``limit`` items that ``parse`` reads (of the first MAX_ITEMS_SCANNED);
+    each one refused, or over the limit, is a rejection."""
+    read: list[_Item] = []
+    for index, item in enumerate(items[:MAX_ITEMS_SCANNED]):
+        if len(read) >= limit:
+            rejected.append(Rejection(kind, f"over the limit of {limit} {_PLURAL[kind]} per turn", index, _excerpt(item)))
             continue
         try:
-            bboxes.append(_parse_bbox(item))
+            read.append(parse(item))
         except _Reject as exc:
-            rejected.append(Rejection("bbox", exc.reason, index, _excerpt(item)))
-
-    actions: list[ReplyAction] = []
-    action_items = _items(data.get("actions", data.get("action")), "action", "actions", rejected)
-    for index, item in enumerate(action_items[:MAX_ITEMS_SCANNED]):
-        if len(actions) >= max_actions:
-            rejected.append(
-                Rejection(
-                    "action",
-                    f"over the limit of {max_actions} actions per turn",
-                    index,
-                    _excerpt(item),
-                )
-            )
-            continue
-        try:
-            actions.append(_parse_action(item))
-        except _Reject as exc:
-            rejected.append(Rejection("action", exc.reason, index, _excerpt(item)))
-    if len(box_items) > MAX_ITEMS_SCANNED:
-        rejected.append(
-            Rejection("bbox", f"{len(box_items) - MAX_ITEMS_SCANNED} more bboxes ignored")
-        )
-    if len(action_items) > MAX_ITEMS_SCANNED:
-        rejected.append(
-            Rejection("action", f"{len(action_items) - MAX_ITEMS_SCANNED} more actions ignored")
-        )
-    return VlmOutput(
-        observation, tuple(bboxes), tuple(actions), tuple(rejected), source, json_text, raw
-    )
+            rejected.append(Rejection(kind, exc.reason, index, _excerpt(item)))
+    return read
