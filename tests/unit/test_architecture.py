@@ -347,6 +347,17 @@ def _type_definitions(source: str) -> Iterator[tuple[str, str]]:
                 yield name, ast.unparse(node.value)
 
 
+def _second_names(source: str) -> Iterator[tuple[int, str]]:
+    """``Name = Other`` at a module's top level with both capitalised: a class under a second
+    name (``ToolError = ArgumentError``), which splits one concept in two words."""
+    for node in _top_level(ast.parse(source).body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            value = node.value.id if isinstance(node.value, ast.Name) else node.value.attr if isinstance(node.value, ast.Attribute) else ""
+            if all(word.lstrip("_")[:1].isupper() and not word.isupper() for word in (name, value)):
+                yield node.lineno, f"{name} = {ast.unparse(node.value)}"
+
+
 def _same_name_different_types(sources: dict[str, str]) -> dict[str, list[str]]:
     seen: dict[str, dict[str, str]] = {}
     for module, source in sources.items():
@@ -365,6 +376,8 @@ def test_one_name_per_concept() -> None:
     assert not clashes, "one name, different types (rename one to what it is):\n" + "\n".join(
         f"{name}: {', '.join(where)}" for name, where in sorted(clashes.items())
     )
+    aliases = [f"{module}:{line}: {alias}" for module, source in sources.items() for line, alias in _second_names(source)]
+    assert not aliases, "one class, two names (keep one):\n" + "\n".join(aliases)
 
 
 def test_the_one_name_test_catches_a_second_meaning() -> None:
@@ -376,6 +389,8 @@ def test_the_one_name_test_catches_a_second_meaning() -> None:
         "eval/_task.py": "Verdict = bool | tuple[bool, str]\nMAX = 3\n",
     })
     assert clashes == {"Action": ["actions.py", "agent/modes/stateless/_protocol.py"], "Verdict": ["eval/_task.py", "safety/_policy.py"]}
+    source = "ToolError = ArgumentError\nDisplay = c_void_p\nAnswer = Reply | Fault\nPolicy = safety.Policy\n"
+    assert [alias for _, alias in _second_names(source)] == ["ToolError = ArgumentError", "Policy = safety.Policy"]
 
 
 #: ``getattr``/``hasattr`` with a literal attribute name, allowed only on these receivers
