@@ -138,8 +138,10 @@ def test_help_works_without_any_extra(tmp_path: Path) -> None:
         (("doctor", "--no-model"), HEAVY, "agent"),
         (("panel", "--help"), HEAVY, "agent"),
         (("mcp", "--dry-run"), ("mcp",), "mcp"),
+        pytest.param(("eval", "desktop", "--scripted", "--engine", "ray"), ("ray",), "ray",
+                     marks=pytest.mark.skipif(sys.platform == "win32", reason="eval is not offered on Windows")),
     ],
-    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only", "mcp-no-sdk"],
+    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only", "mcp-no-sdk", "eval-ray-no-ray"],
 )
 def test_a_command_without_its_extra_names_it(
     tmp_path: Path, args: tuple[str, ...], blocked: tuple[str, ...], extra: str

@@ -1,0 +1,68 @@
+"""The Ray engine's pure parts: an attempt's files packed on the node and unpacked into
+--out with the record's paths pointing there; the engine's checks before Ray starts."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from deskpilot.eval import Attempt, RayEngine
+from deskpilot.eval._ray import pack_attempt, unpack_attempt
+
+
+def _session_files(out: Path, stem: str, run: str) -> Path:
+    run_dir = out / "runs" / run
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text("{}", encoding="utf-8")
+    (run_dir / "report.html").write_text("<html>", encoding="utf-8")
+    (run_dir / "screen_0001.png").write_bytes(b"\x89PNG" + bytes(range(256)))
+    sessions = out / "sessions"
+    sessions.mkdir(exist_ok=True)
+    for suffix in ("spec.json", "result.json", "log"):
+        (sessions / f"{stem}.{suffix}").write_text(suffix, encoding="utf-8")
+    return run_dir
+
+
+def test_an_attempts_files_travel_to_the_driver_and_its_paths_follow(tmp_path: Path) -> None:
+    node, driver = tmp_path / "node" / "out", tmp_path / "driver"
+    run_dir = _session_files(node, "click-a2-t1", "click/a2-t1/20260101-000000")
+    # Another attempt's files on the same node stay there (and out of this archive).
+    _session_files(node, "click-a1-t1", "click/a1-t1/20260101-000001")
+    (node / "sessions" / "click-a2-t10.log").write_text("another try", encoding="utf-8")
+    data = pack_attempt(node, Attempt("click", 2, 1, 60.0))
+    record = {"task": "click", "run_dir": str(run_dir), "report": str(run_dir / "report.html"), "steps": 3,
+              "detail": f"not a path of ours: {node}"}
+    moved = unpack_attempt(data, driver, record, str(node))
+    target = driver.resolve() / "runs" / "click" / "a2-t1" / "20260101-000000"
+    assert moved["run_dir"] == str(target) and moved["report"] == str(target / "report.html")
+    assert moved["steps"] == 3 and moved["detail"] == record["detail"]
+    assert (target / "screen_0001.png").read_bytes() == (run_dir / "screen_0001.png").read_bytes()
+    assert sorted(p.name for p in (driver / "sessions").iterdir()) == [
+        "click-a2-t1.log", "click-a2-t1.result.json", "click-a2-t1.spec.json"]
+    assert not (driver / "runs" / "click" / "a1-t1").exists()
+
+
+def test_an_attempt_that_wrote_nothing_packs_an_empty_archive(tmp_path: Path) -> None:
+    data = pack_attempt(tmp_path, Attempt("t", 1, 1, 1.0))
+    record = unpack_attempt(data, tmp_path / "driver", {"task": "t", "run_dir": None}, str(tmp_path))
+    assert record == {"task": "t", "run_dir": None}
+
+
+def test_an_archive_cannot_write_outside_out(tmp_path: Path) -> None:
+    # The driver trusts its actors, but an archive is still unpacked with tarfile's data filter.
+    evil = tmp_path / "evil.tar"
+    (tmp_path / "payload").write_text("x", encoding="utf-8")
+    with tarfile.open(evil, "w") as tar:
+        tar.add(tmp_path / "payload", arcname="../escaped")
+    with pytest.raises(tarfile.OutsideDestinationError):
+        unpack_attempt(evil.read_bytes(), tmp_path / "driver", {}, "/nowhere")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_the_engine_checks_its_arguments_without_starting_ray() -> None:
+    with pytest.raises(ValueError, match="desktops"):
+        RayEngine(desktops=0)
+    engine = RayEngine("127.0.0.1:1", desktops=3)
+    assert engine.name == "ray" and engine.parallel == 3 and engine.startup_s is None
