@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
     g.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="where sessions run: this host, or Ray actors on a cluster's nodes (default local)")
     g.add_argument("--ray-address", dest="ray_address", default=None, metavar="ADDR",
-                   help="the Ray cluster (HOST:PORT or ray://HOST:PORT; default $RAY_ADDRESS, else a local Ray)")
+                   help="the Ray cluster's head (HOST:PORT; default $RAY_ADDRESS, else a local Ray for this run)")
     g.add_argument("--shard", default=None, metavar="K/N",
                    help="run only the tasks i with i %% N == K in suite order (0 <= K < N), e.g. one pod's share")
     g.add_argument("--merge", nargs="+", default=None, metavar="DIR",

@@ -166,8 +166,8 @@ def _import_ray() -> Any:
 
 
 class RayEngine:
-    """Sessions as Ray actors (see the module's doc). ``address``: the cluster (``ray://``
-    or ``HOST:PORT``); None connects to ``RAY_ADDRESS`` or, without it, starts a local Ray
+    """Sessions as Ray actors (see the module's doc). ``address``: the cluster's head
+    (``HOST:PORT``); None connects to ``RAY_ADDRESS`` or, without it, starts a local Ray
     with ``desktops`` (default: the CPU count) of the desktop resource. ``desktops``: how
     many actors (sessions at once); default every desktop the cluster has. An already
     initialised Ray (``ray.init`` by the caller) is used as it is and left running."""
