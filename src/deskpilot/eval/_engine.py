@@ -258,10 +258,11 @@ class LocalEngine:
         self.fork_server = fork_server
         self._server: ForkServer | None = None
 
-    def open(self, token: str) -> None:
-        """The sessions' environment and the fork server (what :meth:`run` does first; the
-        Ray engine's actors call it and :meth:`run_one` themselves)."""
-        env = {**os.environ, SESSION_ENV: token}
+    def open(self, token: str, extra_env: Mapping[str, str] | None = None) -> None:
+        """The sessions' environment (this process's, ``extra_env`` over it) and the fork
+        server: what :meth:`run` does first; the Ray engine's actors call it and
+        :meth:`run_one` themselves."""
+        env = {**os.environ, **(extra_env or {}), SESSION_ENV: token}
         env.pop("DISPLAY", None)  # each session makes its own
         self._env = env
         if self.fork_server:

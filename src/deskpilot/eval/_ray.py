@@ -45,7 +45,7 @@ from typing import Any
 from deskpilot._errors import ConfigError
 from deskpilot.eval._engine import Attempt, AttemptQueue, LocalEngine, stop_group
 
-__all__ = ["DESKTOP_RESOURCE", "RayEngine", "pack_attempt", "unpack_attempt"]
+__all__ = ["DESKTOP_RESOURCE", "RayEngine", "forwarded_env", "pack_attempt", "unpack_attempt"]
 
 Record = dict[str, Any]
 
@@ -93,7 +93,8 @@ class DesktopActor:
     ``max_concurrency=2`` on the actor: :meth:`stop` runs while :meth:`run` waits on its
     session."""
 
-    def __init__(self, slot: int, token: str, root: str | None = None) -> None:
+    def __init__(self, slot: int, token: str, root: str | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         import ray
 
         self.node = ray.get_runtime_context().get_node_id()
@@ -105,7 +106,7 @@ class DesktopActor:
         self._reap()
         self._stop = threading.Event()
         self._sessions = _NodeSessions(self._pgid_file)
-        self._sessions.open(token)
+        self._sessions.open(token, env)
 
     def _reap(self) -> None:
         """A restarted actor: its predecessor died with a session running (its own process
@@ -159,6 +160,14 @@ class _Slot:
     died_at: float = 0.0
 
 
+def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """What of the driver's environment the sessions on the nodes get (an actor's own is its
+    raylet's): the agent's settings (``LMSTUDIO_*``, ``AGENT_*``, ``OPENAI_API_KEY``: the API
+    key travels in memory to the actors, never into a file under ``--out``)."""
+    return {k: v for k, v in environ.items()
+            if k.startswith(("LMSTUDIO_", "AGENT_")) or k == "OPENAI_API_KEY"}
+
+
 def _import_ray() -> Any:
     import ray  # the caller turns a missing install into `pip install "deskpilot[ray]"`
 
@@ -184,7 +193,8 @@ class RayEngine:
         self.node_dir = node_dir
         #: Sessions at once (the actors), known once connected; summary.json's ``parallel``.
         self.parallel = desktops or 1
-        #: Seconds from the start of :meth:`run` until every actor was up (ray.init included).
+        #: Seconds from the start of :meth:`run` until every actor was up (placed, its fork
+        #: server started; connecting too, unless :meth:`connect` was called before).
         self.startup_s: float | None = None
         self._started_ray = False
         self._connected = False
@@ -227,7 +237,8 @@ class RayEngine:
             remote = ray.remote(DesktopActor).options(
                 resources={DESKTOP_RESOURCE: 1}, num_cpus=0, max_restarts=self.max_restarts, max_task_retries=0,
                 max_concurrency=2, scheduling_strategy="SPREAD")
-            slots = [_Slot(remote.remote(i, token, self.node_dir), i) for i in range(self.parallel)]
+            env = forwarded_env(os.environ)
+            slots = [_Slot(remote.remote(i, token, self.node_dir, env), i) for i in range(self.parallel)]
             try:
                 if self._wait_ready(ray, slots, stop):
                     self.startup_s = round(time.monotonic() - started, 3)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from deskpilot.eval import Attempt, RayEngine
-from deskpilot.eval._ray import pack_attempt, unpack_attempt
+from deskpilot.eval._engine import SESSION_ENV
+from deskpilot.eval._ray import _NodeSessions, forwarded_env, pack_attempt, unpack_attempt
 
 
 def _session_files(out: Path, stem: str, run: str) -> Path:
@@ -66,3 +67,23 @@ def test_the_engine_checks_its_arguments_without_starting_ray() -> None:
         RayEngine(desktops=0)
     engine = RayEngine("127.0.0.1:1", desktops=3)
     assert engine.name == "ray" and engine.parallel == 3 and engine.startup_s is None
+
+
+def test_the_agents_settings_travel_from_the_driver_to_the_sessions_on_the_nodes(tmp_path: Path) -> None:
+    # An actor's environment is its raylet's: the driver's model settings and API key must be
+    # handed over, and nothing else of the driver's (its DISPLAY, PATH, secrets of its own).
+    driver = {"LMSTUDIO_API_KEY": "k", "LMSTUDIO_TEMPERATURE": "0", "AGENT_MAX_STEPS": "9",
+              "OPENAI_API_KEY": "o", "DISPLAY": ":0", "PATH": "/bin", "AWS_SECRET_ACCESS_KEY": "x"}
+    sent = forwarded_env(driver)
+    assert sent == {"LMSTUDIO_API_KEY": "k", "LMSTUDIO_TEMPERATURE": "0", "AGENT_MAX_STEPS": "9",
+                    "OPENAI_API_KEY": "o"}
+    sessions = _NodeSessions(tmp_path / "session.pgid")
+    sessions.fork_server = False
+    sessions.open("run-token", sent)
+    try:
+        env = sessions._env
+        assert env["LMSTUDIO_API_KEY"] == "k" and env[SESSION_ENV] == "run-token" and "DISPLAY" not in env
+    finally:
+        sessions.close()
+    sessions.on_started(4242)
+    assert (tmp_path / "session.pgid").read_text(encoding="ascii") == "4242"
