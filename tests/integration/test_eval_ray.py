@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -175,8 +176,10 @@ def test_a_killed_actor_is_an_infrastructure_error_retried_on_its_restarted_acto
     assert [r["success"] for r in lines if r["task"] == "fine"] == [True]
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["successes"] == 2 and summary["error_kinds"] == {"actor_died": 1} and summary["unsettled"] == 0
-    # The restarted actor stopped what the dead one's session left (its agent, Xvfb, app).
+    # The restarted actor stopped what the dead one's session left (its agent, Xvfb, app),
+    # and its files on the node are gone once the run closed the actors.
     assert _wait_gone() == []
+    assert not list(Path(tempfile.gettempdir(), "deskpilot-ray").glob("*/slot-*/out/*/actor-killed*"))
 
 
 def test_ctrl_c_stops_every_actor_session_and_keeps_results(cluster: str, tmp_path: Path) -> None:
@@ -202,6 +205,10 @@ def test_ctrl_c_stops_every_actor_session_and_keeps_results(cluster: str, tmp_pa
     assert proc.returncode == 130, stdout + stderr
     assert "interrupted: every session stopped" in stdout
     assert _wait_gone() == [], "no Xvfb, app or agent left running"
+    # The actors stopped their sessions and were closed before the driver ended: their
+    # directories on the nodes are gone.
+    assert not list(Path(tempfile.gettempdir(), "deskpilot-ray").glob("*/slot-*/out/sessions/hangs-*")), \
+        "the actors were closed before the driver ended"
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary["interrupted"] is True
     assert all(r["task"] == "fine" and r["success"] for r in _results(out))

@@ -158,27 +158,33 @@ def run_eval(
     started = time.monotonic()
     interrupted = False
     failures: list[BaseException] = []
+    # The engine's end, as an event: a KeyboardInterrupt that lands inside Thread.join can
+    # leave is_alive() False while the thread still runs (CPython's join is not safe against
+    # an exception mid-wait), and the driver must wait until every session was stopped.
+    ended = threading.Event()
 
     def run_engine() -> None:
         try:
             engine.run(queue, spec, stop)
         except BaseException as exc:  # re-raised here below, in the caller's thread
             failures.append(exc)
+        finally:
+            ended.set()
 
     runner = threading.Thread(target=run_engine, name="deskpilot-eval-engine", daemon=True)
     old_term = _install_sigterm()
     try:
         runner.start()
-        while runner.is_alive():
-            runner.join(0.2)
+        while not ended.wait(0.2):
+            pass
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
         queue.close()
         # Every session is stopped by its worker (SIGTERM, then SIGKILL to its group).
-        while runner.is_alive():
+        while not ended.is_set():
             try:
-                runner.join(0.2)
+                ended.wait(0.2)
             except KeyboardInterrupt:
                 continue  # a second Ctrl+C: the sessions are already being stopped
     finally:

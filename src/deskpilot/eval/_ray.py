@@ -101,9 +101,12 @@ class DesktopActor:
         self.host = socket.gethostname()
         self.dir = Path(root or tempfile.gettempdir()) / "deskpilot-ray" / token / f"slot-{slot}"
         self.out = self.dir / "out"
-        self.out.mkdir(parents=True, exist_ok=True)
         self._pgid_file = self.dir / "session.pgid"
         self._reap()
+        # A predecessor's files of the attempt it died in: the driver recorded that attempt
+        # as actor_died and retries it under another name (its next try).
+        shutil.rmtree(self.out, ignore_errors=True)
+        self.out.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
         self._sessions = _NodeSessions(self._pgid_file)
         self._sessions.open(token, env)
@@ -342,10 +345,23 @@ class RayEngine:
         record.update(node=answer["node"], host=answer["host"])
         return record
 
-    def _close(self, ray: Any, slots: list[_Slot]) -> None:
-        closing = [slot.actor.close.remote() for slot in slots]
-        with contextlib.suppress(Exception):
-            ray.wait(closing, num_returns=len(closing), timeout=10.0)
+    def _close(self, ray: Any, slots: list[_Slot], timeout: float = 20.0) -> None:
+        """Every actor closes (its fork server, its directory on the node), then is killed.
+        An actor still restarting after a death answers "unavailable": asked again until
+        it is back (it cleans up what its predecessor left) or ``timeout`` runs out."""
+        closing = {slot.actor.close.remote(): slot for slot in slots}
+        deadline = time.monotonic() + timeout
+        while closing and time.monotonic() < deadline:
+            ready, _ = ray.wait(list(closing), num_returns=1, timeout=0.5)
+            for ref in ready:
+                slot = closing.pop(ref)
+                try:
+                    ray.get(ref)
+                except ray.exceptions.ActorUnavailableError:
+                    time.sleep(0.2)
+                    closing[slot.actor.close.remote()] = slot
+                except ray.exceptions.RayError:
+                    pass  # dead for good: nothing of it to close
         for slot in slots:
             with contextlib.suppress(Exception):
                 ray.kill(slot.actor, no_restart=True)
