@@ -81,10 +81,17 @@ def unpack_attempt(data: bytes, out: Path, record: Record, node_out: str) -> Rec
     ``report``) there instead of the node's directory ``node_out``."""
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
         tar.extractall(out, filter="data")
-    prefix = node_out.rstrip("/") + "/"
-    target = str(out.resolve()).rstrip("/") + "/"
-    return {k: target + v[len(prefix):] if isinstance(v, str) and v.startswith(prefix) else v
-            for k, v in record.items()}
+    node, target = Path(node_out), out.resolve()
+
+    def moved(value: Any) -> Any:
+        if not isinstance(value, str) or not value.startswith(str(node)):
+            return value
+        try:
+            return str(target / Path(value).relative_to(node))
+        except ValueError:  # a sibling that shares the prefix (/tmp/out2 for /tmp/out)
+            return value
+
+    return {k: moved(v) for k, v in record.items()}
 
 
 class DesktopActor:

@@ -34,11 +34,11 @@ def test_an_attempts_files_travel_to_the_driver_and_its_paths_follow(tmp_path: P
     (node / "sessions" / "click-a2-t10.log").write_text("another try", encoding="utf-8")
     data = pack_attempt(node, Attempt("click", 2, 1, 60.0))
     record = {"task": "click", "run_dir": str(run_dir), "report": str(run_dir / "report.html"), "steps": 3,
-              "detail": f"not a path of ours: {node}"}
+              "detail": f"not a path of ours: {node}", "other": f"{node}-sibling/file"}
     moved = unpack_attempt(data, driver, record, str(node))
     target = driver.resolve() / "runs" / "click" / "a2-t1" / "20260101-000000"
     assert moved["run_dir"] == str(target) and moved["report"] == str(target / "report.html")
-    assert moved["steps"] == 3 and moved["detail"] == record["detail"]
+    assert moved["steps"] == 3 and moved["detail"] == record["detail"] and moved["other"] == record["other"]
     assert (target / "screen_0001.png").read_bytes() == (run_dir / "screen_0001.png").read_bytes()
     assert sorted(p.name for p in (driver / "sessions").iterdir()) == [
         "click-a2-t1.log", "click-a2-t1.result.json", "click-a2-t1.spec.json"]

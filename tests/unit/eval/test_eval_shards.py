@@ -4,6 +4,7 @@ results joined into one --out)."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -54,6 +55,7 @@ class _RecordingEngine:
                                  "success": True, "error_kind": None})
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="deskpilot eval is not offered on Windows")
 def test_run_eval_runs_only_its_shard_and_says_so(tmp_path: Path) -> None:
     names = [t.name for t in load_suite("desktop").tasks]
     engine = _RecordingEngine()
