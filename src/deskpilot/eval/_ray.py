@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from deskpilot._errors import ConfigError
-from deskpilot.eval._engine import Attempt, AttemptQueue, LocalEngine, stop_group
+from deskpilot.eval._engine import SESSION_ENV, Attempt, AttemptQueue, LocalEngine, stop_group
 
 __all__ = ["DESKTOP_RESOURCE", "RayEngine", "forwarded_env", "pack_attempt", "unpack_attempt"]
 
@@ -109,6 +109,7 @@ class DesktopActor:
         self.dir = Path(root or tempfile.gettempdir()) / "deskpilot-ray" / token / f"slot-{slot}"
         self.out = self.dir / "out"
         self._pgid_file = self.dir / "session.pgid"
+        self._token = token
         self._reap()
         # A predecessor's files of the attempt it died in: the driver recorded that attempt
         # as actor_died and retries it under another name (its next try).
@@ -123,7 +124,9 @@ class DesktopActor:
         group, so it outlived the actor): stop it and everything it started."""
         with contextlib.suppress(OSError, ValueError):
             pgid = int(self._pgid_file.read_text(encoding="ascii"))
-            stop_group(pgid, grace=2.0)
+            # Only if the group is still this run's session: its id may have been reused.
+            if _group_of_run(pgid, self._token):
+                stop_group(pgid, grace=2.0)
         self._pgid_file.unlink(missing_ok=True)
 
     def ready(self) -> str:
@@ -149,6 +152,24 @@ class DesktopActor:
         shutil.rmtree(self.dir, ignore_errors=True)
         with contextlib.suppress(OSError):
             self.dir.parent.rmdir()  # the run's directory on this node, once its last actor is done
+
+
+def _group_of_run(pgid: int, token: str) -> bool:
+    """Whether a process of group ``pgid`` carries this run's token in its environment
+    (every session process does: :data:`~deskpilot.eval._engine.SESSION_ENV`)."""
+    mark = f"{SESSION_ENV}={token}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
+            if int(stat.rpartition(")")[2].split()[2]) != pgid:
+                continue
+            if mark in (entry / "environ").read_bytes().split(b"\0"):
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
 
 
 class _NodeSessions(LocalEngine):

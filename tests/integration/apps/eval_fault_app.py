@@ -9,7 +9,8 @@ MODE ends in ``-always``, it does what MODE says; otherwise it behaves. Modes:
 ``app_dies`` (exits right after ``ready``), ``display_dies`` (SIGKILLs the session's Xvfb,
 found in its own process group), ``kill_agent`` (SIGKILLs its parent, the session process
 that runs the agent), ``kill_ray_actor`` (SIGKILLs the Ray actor that runs the session: the
-nearest ancestor whose command line starts with ``ray::``), ``hang`` (never answers
+nearest ancestor whose command line starts with ``ray::``; then SIGSTOPs its parent,
+the session), ``hang`` (never answers
 ``state``), ``ok``. It draws no window: the
 agent sees the display's empty screen. Its state is ``{"ok": true}``.
 """
@@ -70,6 +71,10 @@ def main() -> int:
         os.kill(os.getppid(), signal.SIGKILL)
     if mode == "kill_ray_actor":
         kill_ray_actor()
+        # Then freeze the session (SIGSTOP to its process): orphaned, it would never end by
+        # itself, and this app and its Xvfb with it; only the restarted actor, which stops
+        # what its predecessor left, can end them.
+        os.kill(os.getppid(), signal.SIGSTOP)
     for line in sys.stdin:
         command = line.strip()
         if command == "quit":

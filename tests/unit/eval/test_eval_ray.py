@@ -3,14 +3,24 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
 
 from deskpilot.eval import Attempt, RayEngine
 from deskpilot.eval._engine import SESSION_ENV
-from deskpilot.eval._ray import _NodeSessions, forwarded_env, pack_attempt, unpack_attempt
+from deskpilot.eval._ray import (
+    _group_of_run,
+    _NodeSessions,
+    forwarded_env,
+    pack_attempt,
+    unpack_attempt,
+)
 
 
 def _session_files(out: Path, stem: str, run: str) -> Path:
@@ -87,3 +97,22 @@ def test_the_agents_settings_travel_from_the_driver_to_the_sessions_on_the_nodes
         sessions.close()
     sessions.on_started(4242)
     assert (tmp_path / "session.pgid").read_text(encoding="ascii") == "4242"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+def test_a_restarted_actor_stops_only_a_group_of_its_own_run() -> None:
+    # The group id a dead actor noted may be reused by the time its successor starts.
+    env = {**os.environ, SESSION_ENV: "the-run"}
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], env=env, start_new_session=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not _group_of_run(proc.pid, "the-run") and time.monotonic() < deadline:
+            time.sleep(0.05)  # the child's environ is readable once it has exec'd
+        assert _group_of_run(proc.pid, "the-run")
+        assert not _group_of_run(proc.pid, "another-run")
+        assert not _group_of_run(other.pid, "the-run")
+    finally:
+        for p in (proc, other):
+            p.kill()
+            p.wait()
