@@ -4,7 +4,7 @@ install instead of ending in an import traceback (pyproject.toml lists the extra
 
 from __future__ import annotations
 
-__all__ = ["EXTRA_OF_MODULE", "missing_extra_message"]
+__all__ = ["EXTRA_OF_MODULE", "IN_AGENT", "missing_extra_message"]
 
 #: Top-level module -> the extra in pyproject.toml's [project.optional-dependencies] that
 #: installs it. ``agent`` includes ``panel``, ``replay`` and ``mcp``.
@@ -19,7 +19,11 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "uvicorn": "panel",
     "PIL": "replay",
     "mcp": "mcp",
+    "ray": "ray",
 }
+
+#: The extras that ``agent`` includes (the message names it as an alternative).
+IN_AGENT = ("panel", "replay", "mcp")
 
 
 def missing_extra_message(exc: ImportError) -> str | None:
@@ -29,7 +33,7 @@ def missing_extra_message(exc: ImportError) -> str | None:
     extra = EXTRA_OF_MODULE.get(module)
     if extra is None:
         return None
-    also = "" if extra == "agent" else ', or "deskpilot[agent]", which includes it'
+    also = ', or "deskpilot[agent]", which includes it' if extra in IN_AGENT else ""
     return (
         f"{module} is not installed: this command needs deskpilot's {extra} extra "
         f'(pip install "deskpilot[{extra}]"{also})'

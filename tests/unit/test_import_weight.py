@@ -118,6 +118,12 @@ def test_agent_extra_includes_panel_and_replay() -> None:
         assert "deskpilot[agent]" in EXTRAS[suite], suite
 
 
+def test_the_test_extra_installs_ray_as_the_ray_extra_pins_it() -> None:
+    # Listed, not "deskpilot[ray]", to add a Linux-only marker: the two pins move together.
+    (pin,) = EXTRAS["ray"]
+    assert f"{pin}; platform_system == 'Linux'" in EXTRAS["test"]
+
+
 def test_every_module_the_cli_names_belongs_to_its_extra() -> None:
     packages = {"PIL": "pillow", "httpcore": "httpx"}  # import name -> what the extra lists
     for module, extra in EXTRA_OF_MODULE.items():
@@ -138,8 +144,10 @@ def test_help_works_without_any_extra(tmp_path: Path) -> None:
         (("doctor", "--no-model"), HEAVY, "agent"),
         (("panel", "--help"), HEAVY, "agent"),
         (("mcp", "--dry-run"), ("mcp",), "mcp"),
+        pytest.param(("eval", "desktop", "--scripted", "--engine", "ray"), ("ray",), "ray",
+                     marks=pytest.mark.skipif(sys.platform == "win32", reason="eval is not offered on Windows")),
     ],
-    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only", "mcp-no-sdk"],
+    ids=["run-base-only", "run-no-httpx", "doctor-base-only", "panel-base-only", "mcp-no-sdk", "eval-ray-no-ray"],
 )
 def test_a_command_without_its_extra_names_it(
     tmp_path: Path, args: tuple[str, ...], blocked: tuple[str, ...], extra: str

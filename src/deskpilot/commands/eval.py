@@ -5,6 +5,9 @@
     deskpilot eval desktop --scripted --parallel 4     every task played by its scripted solution
     deskpilot eval desktop --endpoint URL --model M --repeat 3 --out evals/m1
     deskpilot eval my-suite.toml --resume --out evals/m1
+    deskpilot eval desktop --scripted --engine ray --ray-address HEAD:6379
+    deskpilot eval desktop --scripted --shard 0/4 --out evals/shard-0     a quarter of the tasks
+    deskpilot eval desktop --merge evals/shard-* --out evals/all          join the shards' results
 
 Each session is its own Xvfb display, the task's app, one agent run (the model, mode and
 tool set given, or ``--scripted``: the built-in model server playing the task's solution
@@ -13,7 +16,8 @@ state. Results go to ``--out``: results.jsonl (a line per attempt as it ends),
 summary.json and report.html. Infrastructure errors (an app or display that dies, a hung
 or killed session) are retried (``--retries``) and never count as the model's failure.
 Ctrl+C stops every session and keeps the finished results (``--resume`` goes on).
-Linux only: the sessions need Xvfb.
+``--engine ray`` runs the sessions as Ray actors, one desktop each, on the nodes of a Ray
+cluster (pip install "deskpilot[ray]"; docs/evaluation.md). Linux only: the sessions need Xvfb.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ def register(subparsers: Any) -> None:
     g.add_argument("--list", dest="list_only", action="store_true", help="list the suites (or a suite's tasks)")
     g.add_argument("--scripted", action="store_true",
                    help="play each task's scripted solution through the built-in model server (no model needed)")
-    g.add_argument("--parallel", type=int, default=1, metavar="N", help="sessions at once on this host (default 1)")
+    g.add_argument("--parallel", type=int, default=None, metavar="N",
+                   help="sessions at once (default 1; with --engine ray: every desktop the cluster has)")
     g.add_argument("--out", default=None, metavar="DIR", help="results directory (default evals/SUITE-TIMESTAMP)")
     g.add_argument("--resume", action="store_true", help="go on in --out DIR, skipping finished attempts")
     g.add_argument("--repeat", type=int, default=1, metavar="K", help="attempts per task (default 1)")
@@ -49,7 +54,14 @@ def register(subparsers: Any) -> None:
     g.add_argument("--tasks", default=None, metavar="A,B", help="run only these tasks (comma-separated)")
     g.add_argument("--session-timeout", dest="session_timeout", type=float, default=None, metavar="S",
                    help="seconds a session may take before it counts as hung (default: the task's limit + 60)")
-    g.add_argument("--engine", choices=("local",), default="local", help="where sessions run (default local)")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="where sessions run: this host, or Ray actors on a cluster's nodes (default local)")
+    g.add_argument("--ray-address", dest="ray_address", default=None, metavar="ADDR",
+                   help="the Ray cluster's head (HOST:PORT; default $RAY_ADDRESS, else a local Ray for this run)")
+    g.add_argument("--shard", default=None, metavar="K/N",
+                   help="run only the tasks i with i %% N == K in suite order (0 <= K < N), e.g. one pod's share")
+    g.add_argument("--merge", nargs="+", default=None, metavar="DIR",
+                   help="join the --out directories of shards into --out (results, summary, report); runs nothing")
     g.add_argument("--mode", help="agent mode (default single)")
     g.add_argument("--toolset", metavar="NAME", help="tool set (default: each task's own, extended)")
     add_model_options(parser)
@@ -104,20 +116,47 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _merge(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from deskpilot._errors import ConfigError
+    from deskpilot.eval import load_suite, merge_results
+
+    if not args.out:
+        raise ConfigError("--merge writes into --out DIR (an empty directory)", where="--out")
+    order = [t.name for t in load_suite(args.suite).tasks] if args.suite else None
+    try:
+        s = merge_results([Path(d) for d in args.merge], Path(args.out), tasks=order)
+    except ValueError as exc:
+        raise ConfigError(str(exc), where="--merge") from exc
+    rate = s["success_rate"]
+    percent = f" ({rate:.0%})" if rate is not None else ""
+    print(f"{s['suite']}: {len(args.merge)} shards, {s['successes']}/{s['attempts']} succeeded{percent}, "
+          f"{s['infrastructure_errors']} infrastructure errors, {s['wall_s']:.1f} s (longest shard)")
+    print(f"results: {Path(args.out) / 'results.jsonl'} · report: {Path(args.out) / 'report.html'}")
+    if s["unsettled"]:
+        return EXIT_INFRA
+    return EXIT_OK if s["successes"] == s["attempts"] else EXIT_FAILED
+
+
 def handle(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
     from deskpilot._errors import ConfigError
-    from deskpilot.eval import LocalEngine, Progress, check_platform, run_eval
+    from deskpilot.eval import Engine, LocalEngine, Progress, check_platform, parse_shard, run_eval
 
     if args.list_only:
         return _list(args)
+    if args.merge:
+        return _merge(args)
     if not args.suite:
         raise ConfigError("name a suite (deskpilot eval --list shows them)", where="SUITE")
     check_platform()
-    if args.parallel < 1:
+    if args.parallel is not None and args.parallel < 1:
         raise ConfigError("--parallel is at least 1", where="--parallel")
+    if args.ray_address and args.engine != "ray":
+        raise ConfigError("--ray-address goes with --engine ray", where="--ray-address")
     if not args.scripted and not args.endpoint:
         import os
 
@@ -140,10 +179,20 @@ def handle(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    shard = parse_shard(args.shard) if args.shard else None
+    engine: Engine
+    if args.engine == "ray":
+        from deskpilot.eval import RayEngine
+
+        ray_engine = RayEngine(args.ray_address, desktops=args.parallel)
+        ray_engine.connect()  # before anything runs: a missing ray or desktop resource says so here
+        engine = ray_engine
+    else:
+        engine = LocalEngine(args.parallel or 1)
     outcome = run_eval(
-        args.suite, out, engine=LocalEngine(args.parallel), scripted=args.scripted, repeat=args.repeat,
+        args.suite, out, engine=engine, scripted=args.scripted, repeat=args.repeat,
         retries=args.retries, only=only, timeout=args.session_timeout, flags=_flags(args), config=args.config,
-        resume=args.resume, on_result=report,
+        resume=args.resume, shard=shard, on_result=report,
     )
     if tty:
         sys.stderr.write("\n")
@@ -153,7 +202,7 @@ def handle(args: argparse.Namespace) -> int:
     percent = f" ({rate:.0%})" if rate is not None else ""
     print(f"{s['suite']}: {s['successes']}/{s['attempts']} succeeded{percent}, {s['infrastructure_errors']} "
           f"infrastructure errors{left}, {s['wall_s']:.1f} s, {s['tasks_per_hour']} tasks/hour at "
-          f"--parallel {s['parallel']}")
+          f"--parallel {s['parallel']}{' (ray)' if s['engine'] == 'ray' else ''}")
     for name, task in s["per_task"].items():
         if task["results"] and any(r != "ok" for r in task["results"]):
             print(f"  {name}: {', '.join(task['results'])}")

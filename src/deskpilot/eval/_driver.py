@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from deskpilot._errors import ConfigError, PlatformError
 from deskpilot.eval._engine import Attempt, AttemptQueue, Engine, LocalEngine
 from deskpilot.eval._results import ResultsLog, summarize, write_report_html
 from deskpilot.eval._task import Suite, load_suite
 
-__all__ = ["EvalOutcome", "Progress", "check_platform", "run_eval"]
+__all__ = ["EvalOutcome", "Progress", "check_platform", "parse_shard", "run_eval", "shard_tasks"]
 
 Record = dict[str, Any]
 
@@ -78,12 +78,14 @@ def run_eval(
     flags: Mapping[str, Any] | None = None,
     config: str | None = None,
     resume: bool = False,
+    shard: tuple[int, int] | None = None,
     on_result: Callable[[Progress, Record, int], None] | None = None,
 ) -> EvalOutcome:
     """Run ``suite`` (a name, a .toml path or a Suite with a ``ref``) into ``out``.
 
     Each (task, attempt) is tried until it ends without an infrastructure error or
-    ``retries`` retries are spent. Ctrl+C (or SIGTERM) stops every session, keeps what
+    ``retries`` retries are spent. ``shard=(K, N)``: only the tasks whose index ``i`` (in
+    suite order, after ``only``) has ``i % N == K`` (a Kubernetes Indexed Job's pods). Ctrl+C (or SIGTERM) stops every session, keeps what
     finished, writes the summary and the report and returns ``interrupted=True``.
     """
     check_platform()
@@ -98,6 +100,11 @@ def run_eval(
         missing = sorted(set(only) - {t.name for t in tasks})
         if missing:
             raise ConfigError(f"suite {suite_obj.name!r} has no task {', '.join(missing)}", where="--tasks")
+    if shard is not None:
+        index, count = shard
+        if not 0 <= index < count:
+            raise ConfigError(f"shard {index}/{count}: K must be in 0..N-1", where="--shard")
+        tasks = shard_tasks(tasks, index, count)
     if scripted:
         unsolved = [t.name for t in tasks if not t.solution]
         if unsolved:
@@ -150,35 +157,75 @@ def run_eval(
     stop = threading.Event()
     started = time.monotonic()
     interrupted = False
-    runner = threading.Thread(target=engine.run, args=(queue, spec, stop), name="deskpilot-eval-engine", daemon=True)
+    failures: list[BaseException] = []
+    # The engine's end, as an event: a KeyboardInterrupt that lands inside Thread.join can
+    # leave is_alive() False while the thread still runs (CPython's join is not safe against
+    # an exception mid-wait), and the driver must wait until every session was stopped.
+    ended = threading.Event()
+
+    def run_engine() -> None:
+        try:
+            engine.run(queue, spec, stop)
+        except BaseException as exc:  # re-raised here below, in the caller's thread
+            failures.append(exc)
+        finally:
+            ended.set()
+
+    runner = threading.Thread(target=run_engine, name="deskpilot-eval-engine", daemon=True)
     old_term = _install_sigterm()
     try:
         runner.start()
-        while runner.is_alive():
-            runner.join(0.2)
+        while not ended.wait(0.2):
+            pass
     except KeyboardInterrupt:
         interrupted = True
         stop.set()
         queue.close()
         # Every session is stopped by its worker (SIGTERM, then SIGKILL to its group).
-        while runner.is_alive():
+        while not ended.is_set():
             try:
-                runner.join(0.2)
+                ended.wait(0.2)
             except KeyboardInterrupt:
                 continue  # a second Ctrl+C: the sessions are already being stopped
     finally:
         _restore_sigterm(old_term)
+    if failures:
+        raise failures[0]
     wall = time.monotonic() - started
     summary = summarize(records, suite=suite_obj.name, wall_s=wall, ran=progress.done + progress.retries,
                         parallel=engine.parallel, engine=engine.name, scripted=scripted,
                         tasks=[t.name for t in tasks])
     summary["interrupted"] = interrupted
+    summary["engine_startup_s"] = engine.startup_s
+    if shard is not None:
+        summary["shard"] = f"{shard[0]}/{shard[1]}"
     from deskpilot.rundir import dumps_json
 
     (out_dir / "summary.json.tmp").write_bytes(dumps_json(summary, indent=True))
     os.replace(out_dir / "summary.json.tmp", out_dir / "summary.json")
     write_report_html(out_dir, summary, records)
     return EvalOutcome(summary, out_dir, interrupted)
+
+
+T = TypeVar("T")
+
+
+def shard_tasks(tasks: Sequence[T], index: int, count: int) -> list[T]:
+    """Shard ``index`` of ``count``: the items ``i`` with ``i % count == index``, in order."""
+    return [task for i, task in enumerate(tasks) if i % count == index]
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``K/N`` (``--shard``) as (K, N); K in 0..N-1."""
+    head, sep, tail = text.partition("/")
+    try:
+        index, count = int(head), int(tail)
+    except ValueError:
+        index, count = -1, 0
+    if not sep or count < 1 or not 0 <= index < count:
+        raise ConfigError(f"--shard {text!r}: give K/N with N at least 1 and K in 0..N-1 (0/4 .. 3/4)",
+                          where="--shard")
+    return index, count
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

@@ -5,8 +5,9 @@ the :class:`AttemptQueue` until it answers ``None``, runs each as a session (see
 :mod:`deskpilot.eval._session`) wherever it runs sessions, and hands every result back
 with ``queue.done(attempt, record)`` as it arrives; when ``stop`` is set it stops every
 session it runs and returns. The queue owns retries and the order; the engine only
-runs. :class:`LocalEngine` is the pool of N processes on this host; a Ray engine is one
-more class of the same shape (actors that call ``run_session`` on their node).
+runs. :class:`LocalEngine` is the pool of N processes on this host;
+:class:`deskpilot.eval._ray.RayEngine` is the same shape over a Ray cluster (actors, each
+running one session at a time on its node the way the local engine does).
 """
 
 from __future__ import annotations
@@ -62,9 +63,11 @@ class AttemptQueue:
         self._on_result = on_result
         self._cond = threading.Condition()
 
-    def take(self) -> Attempt | None:
+    def take(self, *, block: bool = True) -> Attempt | None:
+        """The next attempt. ``block=False`` (an engine that waits on its sessions itself,
+        as the Ray engine does): None at once when nothing is pending right now."""
         with self._cond:
-            while not self._closed and not self._pending and self._running:
+            while block and not self._closed and not self._pending and self._running:
                 self._cond.wait()
             if self._closed or not self._pending:
                 return None
@@ -90,11 +93,19 @@ class AttemptQueue:
     def running(self) -> int:
         return self._running
 
+    @property
+    def finished(self) -> bool:
+        """Closed, or nothing pending and nothing running: no attempt will come any more."""
+        with self._cond:
+            return self._closed or (not self._pending and not self._running)
+
 
 class Engine(Protocol):
     name: str
     #: How many sessions it runs at once (the summary reports it).
     parallel: int
+    #: Seconds it took to start before the first session (Ray's actors); None: nothing to start.
+    startup_s: float | None
 
     def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
         """Run attempts from ``queue`` until it answers None or ``stop`` is set."""
@@ -243,6 +254,7 @@ class LocalEngine:
     ``OUT/sessions/NAME.log``."""
 
     name = "local"
+    startup_s: float | None = None  # nothing to start: sessions fork from this host
 
     def __init__(self, parallel: int = 1, *, fork_server: bool = True) -> None:
         if parallel < 1:
@@ -253,8 +265,11 @@ class LocalEngine:
         #: The sessions' environment, set by :meth:`run` (None: this one's, without DISPLAY).
         self._env: dict[str, str] | None = None
 
-    def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
-        env = {**os.environ, SESSION_ENV: str(spec.get("token", ""))}
+    def open(self, token: str, extra_env: Mapping[str, str] | None = None) -> None:
+        """The sessions' environment (this process's, ``extra_env`` over it) and the fork
+        server: what :meth:`run` does first; the Ray engine's actors call it and
+        :meth:`run_one` themselves."""
+        env = {**os.environ, **(extra_env or {}), SESSION_ENV: token}
         env.pop("DISPLAY", None)  # each session makes its own
         self._env = env
         if self.fork_server:
@@ -262,6 +277,14 @@ class LocalEngine:
                 self._server = ForkServer(env)
             except (OSError, RuntimeError):
                 self._server = None
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def run(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
+        self.open(str(spec.get("token", "")))
         try:
             threads = [threading.Thread(target=self._worker, args=(queue, spec, stop), name=f"deskpilot-eval-{i}",
                                         daemon=True) for i in range(self.parallel)]
@@ -270,9 +293,7 @@ class LocalEngine:
             for thread in threads:
                 thread.join()
         finally:
-            if self._server is not None:
-                self._server.close()
-                self._server = None
+            self.close()
 
     def _worker(self, queue: AttemptQueue, spec: Mapping[str, Any], stop: threading.Event) -> None:
         while not stop.is_set():
@@ -295,6 +316,10 @@ class LocalEngine:
         env = self._env or {k: v for k, v in os.environ.items() if k != "DISPLAY"}
         return _Spawned([sys.executable, "-m", "deskpilot.eval", *args], log, env)
 
+    def on_started(self, pgid: int) -> None:
+        """Called with each session's process group as it starts (the Ray engine's actors
+        note it on disk, so the actor that replaces a crashed one stops what it left)."""
+
     def run_one(self, attempt: Attempt, spec: Mapping[str, Any], stop: threading.Event) -> Record | None:
         """One session process; its record, or None when ``stop`` ended it."""
         out = Path(spec["out"])
@@ -307,6 +332,7 @@ class LocalEngine:
                                          "try": attempt.try_}), encoding="utf-8")
         started = time.monotonic()
         proc = self._start([str(spec_path), str(result_path)], sessions / f"{stem}.log")
+        self.on_started(proc.pid)
         ended = None
         code: int | None = None
         try:

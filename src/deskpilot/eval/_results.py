@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REPORT_FILE", "RESULTS_FILE", "SUMMARY_FILE", "ResultsLog", "summarize", "write_report_html"]
+__all__ = [
+    "REPORT_FILE",
+    "RESULTS_FILE",
+    "SUMMARY_FILE",
+    "ResultsLog",
+    "merge_results",
+    "summarize",
+    "write_report_html",
+]
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -151,3 +159,62 @@ def write_report_html(out: Path, summary: Mapping[str, Any], records: Sequence[R
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)
     return target
+
+
+def merge_results(shards: Sequence[Path], out: Path, *, tasks: Sequence[str] | None = None) -> Record:
+    """Join the ``--out`` directories of a suite's shards (``--shard K/N`` runs, such as a
+    Kubernetes Indexed Job's pods) into ``out``: their ``runs/`` and ``sessions/`` copied
+    in, every ``results.jsonl`` line appended with its paths pointing into ``out``, and
+    ``summary.json`` and ``report.html`` written over all of them. The shards ran at the
+    same time: ``wall_s`` is the longest shard's. ``tasks``: the order of the summary's
+    tasks (the suite's); default, the order the shards' summaries list them in."""
+    import shutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    log = ResultsLog(out)
+    if log.load():
+        raise ValueError(f"{out} already holds results: merge into an empty directory")
+    records: list[Record] = []
+    order: list[str] = []
+    walls: list[float] = []
+    summaries: list[Record] = []
+    target = str(out.resolve())
+    for shard in shards:
+        shard_log = ResultsLog(shard)
+        if not shard_log.path.is_file():
+            raise ValueError(f"{shard} has no {RESULTS_FILE}: not a deskpilot eval --out directory")
+        summary_path = shard / SUMMARY_FILE
+        summary: Record = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else {}
+        summaries.append(summary)
+        walls.append(float(summary.get("wall_s") or 0.0))
+        order.extend(name for name in summary.get("per_task", {}) if name not in order)
+        for sub in ("runs", "sessions"):
+            if (shard / sub).is_dir():
+                shutil.copytree(shard / sub, out / sub, dirs_exist_ok=True)
+        for record in shard_log.load():
+            order.extend([record["task"]] if record["task"] not in order else [])
+            record = {k: _moved(v, record["task"], target) if k in ("run_dir", "report") else v
+                      for k, v in record.items()}
+            log.append(record)
+            records.append(record)
+    first = summaries[0] if summaries else {}
+    wall = max(walls, default=0.0)
+    summary = summarize(records, suite=str(first.get("suite") or (records[0].get("suite") if records else "")),
+                        wall_s=wall, ran=len(records), parallel=sum(int(s.get("parallel") or 1) for s in summaries),
+                        engine=str(first.get("engine") or "local"), scripted=bool(first.get("scripted")),
+                        tasks=[t for t in tasks if t in order] if tasks is not None else order)
+    summary["merged"] = [str(shard) for shard in shards]
+    summary["interrupted"] = any(s.get("interrupted") for s in summaries)
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    write_report_html(out, summary, records)
+    return summary
+
+
+def _moved(value: Any, task: str, target: str) -> Any:
+    """A path a shard recorded (``SHARD_OUT/runs/TASK/...``, wherever that shard ran) as
+    the same file under ``target``."""
+    if not isinstance(value, str):
+        return value
+    marker = f"/runs/{task}/"
+    at = value.find(marker)
+    return value if at < 0 else target + value[at:]

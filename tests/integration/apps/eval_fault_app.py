@@ -8,7 +8,10 @@ On its first run (``MARKER`` does not exist yet; it is created) or on every run 
 MODE ends in ``-always``, it does what MODE says; otherwise it behaves. Modes:
 ``app_dies`` (exits right after ``ready``), ``display_dies`` (SIGKILLs the session's Xvfb,
 found in its own process group), ``kill_agent`` (SIGKILLs its parent, the session process
-that runs the agent), ``hang`` (never answers ``state``), ``ok``. It draws no window: the
+that runs the agent), ``kill_ray_actor`` (SIGKILLs the Ray actor that runs the session: the
+nearest ancestor whose command line starts with ``ray::``; then SIGSTOPs its parent,
+the session), ``hang`` (never answers
+``state``), ``ok``. It draws no window: the
 agent sees the display's empty screen. Its state is ``{"ok": true}``.
 """
 
@@ -42,6 +45,17 @@ def kill_xvfb() -> None:
             os.kill(int(entry.name), signal.SIGKILL)
 
 
+def kill_ray_actor() -> None:
+    pid = os.getpid()
+    while pid > 1:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+            os.kill(pid, signal.SIGKILL)
+            return
+    raise RuntimeError("no Ray actor among this app's ancestors")
+
+
 def main() -> int:
     mode, marker = sys.argv[1], Path(sys.argv[2])
     misbehave = mode.endswith("-always") or not marker.exists()
@@ -55,6 +69,12 @@ def main() -> int:
         kill_xvfb()
     if mode == "kill_agent":
         os.kill(os.getppid(), signal.SIGKILL)
+    if mode == "kill_ray_actor":
+        kill_ray_actor()
+        # Then freeze the session (SIGSTOP to its process): orphaned, it would never end by
+        # itself, and this app and its Xvfb with it; only the restarted actor, which stops
+        # what its predecessor left, can end them.
+        os.kill(os.getppid(), signal.SIGSTOP)
     for line in sys.stdin:
         command = line.strip()
         if command == "quit":

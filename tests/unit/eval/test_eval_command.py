@@ -43,6 +43,9 @@ def test_list_shows_a_suites_tasks(capsys: pytest.CaptureFixture[str]) -> None:
     (["desktop"], "give a model"),
     ([], "name a suite"),
     (["desktop", "--scripted", "--parallel", "0"], "--parallel is at least 1"),
+    (["desktop", "--scripted", "--ray-address", "127.0.0.1:6379"], "--ray-address goes with --engine ray"),
+    (["desktop", "--scripted", "--shard", "4/4"], "K/N"),
+    (["--merge", "shard-0"], "--merge writes into --out"),
 ])
 def test_bad_arguments_are_config_errors(argv: list[str], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from deskpilot.commands.eval import handle

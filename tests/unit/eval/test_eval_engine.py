@@ -46,3 +46,25 @@ def test_close_ends_take_and_a_stopped_attempt_is_not_recorded() -> None:
     assert queue.take() is None
     queue.done(a, None)
     assert recorded == [] and queue.running == 0
+
+
+def test_take_without_blocking_answers_at_once_and_finished_says_when_nothing_will_come() -> None:
+    # The Ray engine waits on its actors itself (ray.wait): it asks the queue without blocking.
+    def retry_once(attempt: Attempt, record: dict[str, object]) -> Attempt | None:
+        return Attempt(attempt.task, attempt.attempt, 2, attempt.timeout) if attempt.try_ == 1 else None
+
+    queue = AttemptQueue([Attempt("a", 1, 1, 9.0)], retry_once)
+    assert not queue.finished
+    a = queue.take(block=False)
+    assert a is not None
+    # Nothing pending, one running: no wait, and not finished (it may come back as a retry).
+    assert queue.take(block=False) is None and not queue.finished
+    queue.done(a, {"error_kind": "actor_died"})
+    assert not queue.finished
+    retry = queue.take(block=False)
+    assert retry == Attempt("a", 1, 2, 9.0)
+    queue.done(retry, {"error_kind": None})
+    assert queue.finished and queue.take(block=False) is None
+    closed = AttemptQueue([Attempt("b", 1, 1, 9.0)], retry_once)
+    closed.close()
+    assert closed.finished and closed.take(block=False) is None
