@@ -207,6 +207,7 @@ class Connection:
     _fds: deque[int] = field(default_factory=deque)
     _outbuf: bytearray = field(default_factory=bytearray)
     _outfds: list[int] = field(default_factory=list)
+    _salvaging: bool = False
 
     @classmethod
     def connect(cls, error: type[PlatformError] = PlatformError,
@@ -340,6 +341,12 @@ class Connection:
     # -- receiving -----------------------------------------------------------------
 
     def _lost(self, exc: OSError | None) -> None:
+        if self._sock is not None and not self._salvaging and exc is not None:
+            # A write failed: the compositor may have said why before closing (wl_display.error
+            # is sent, then the socket closed). Reading what is left raises that error.
+            self._salvaging = True
+            while self.read_events(0):
+                pass
         reason = f": {exc.strerror or exc}" if exc is not None else ""
         self.close()
         raise self.error(f"the Wayland compositor closed the connection{reason}", socket=self.path)

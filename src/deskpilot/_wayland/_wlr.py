@@ -177,21 +177,39 @@ class WlrootsClient:
                              f"It offers: {offered}", interface=interface.name)
         return self.conn.bind(found[0], interface)
 
-    def _bind(self, need: tuple[str, ...]) -> None:
-        conn = self.conn
-        self.outputs: list[WlrOutput] = []
-        for found in conn.find_global("wl_output"):
-            proxy = conn.bind(found, WL_OUTPUT)
+    def _bind_outputs(self) -> None:
+        """Bind the wl_output globals not bound yet (and their xdg_output); forget removed ones."""
+        bound = {o.global_name for o in self.outputs}
+        for output in [o for o in self.outputs if o.global_name not in self.conn.globals]:
+            self.outputs.remove(output)
+            output.proxy.alive = False
+        for found in self.conn.find_global("wl_output"):
+            if found.name in bound:
+                continue
+            proxy = self.conn.bind(found, WL_OUTPUT)
             output = WlrOutput(proxy, found.name)
             proxy.handler = self._output_handler(output)
             self.outputs.append(output)
-        xdg = conn.find_global("zxdg_output_manager_v1")
-        if xdg:
-            manager = conn.bind(xdg[0], ZXDG_OUTPUT_MANAGER_V1)
-            for output in self.outputs:
-                xdg_output = manager.request("get_xdg_output", ZXDG_OUTPUT_V1, output.proxy)
+            if self._xdg_manager is not None:
+                xdg_output = self._xdg_manager.request("get_xdg_output", ZXDG_OUTPUT_V1, proxy)
                 assert xdg_output is not None
                 xdg_output.handler = self._xdg_handler(output)
+
+    def refresh_outputs(self) -> list[WlrOutput]:
+        """The outputs as they are now (one round trip: mode, scale and layout changes and
+        added or removed outputs)."""
+        self.conn.roundtrip()
+        if {o.global_name for o in self.outputs} != {g.name for g in self.conn.find_global("wl_output")}:
+            self._bind_outputs()
+            self.conn.roundtrip()
+        return self.outputs
+
+    def _bind(self, need: tuple[str, ...]) -> None:
+        conn = self.conn
+        self.outputs: list[WlrOutput] = []
+        xdg = conn.find_global("zxdg_output_manager_v1")
+        self._xdg_manager = conn.bind(xdg[0], ZXDG_OUTPUT_MANAGER_V1) if xdg else None
+        self._bind_outputs()
         self.screencopy: Proxy | None = None
         self.shm: Proxy | None = None
         if "screencopy" in need:

@@ -110,8 +110,10 @@ class XkbKeymap:
                 low, high = lib.xkb_keymap_min_keycode(keymap), lib.xkb_keymap_max_keycode(keymap)
                 syms = ctypes.POINTER(ctypes.c_uint32)()
                 # Plain level first: a keysym on both levels is typed without shift.
+                # Keycodes above 255 never reach X11 clients (Xwayland clips them): such
+                # keysyms (EuroSign on an inet key) go on a spare keycode like any other.
                 for level, shifted in ((0, False), (1, True)):
-                    for keycode in range(low, high + 1):
+                    for keycode in range(low, min(high, 255) + 1):
                         count = lib.xkb_keymap_key_get_syms_by_level(keymap, keycode, 0, level, ctypes.byref(syms))
                         if count == 1 and syms[0] not in index:
                             index[syms[0]] = (keycode, shifted)
