@@ -9,8 +9,10 @@ Pixels are XRGB8888, BGRx in memory: the BGRA layout deskpilot's imaging reads.
 
 The cursor: screencopy draws the compositor's own pointer into the frame when asked
 (``overlay_cursor``), so ``cursor=True`` frames show the real cursor where it really is and
-:meth:`WlrootsBackend.cursor` returns None (there is nothing left to composite);
-``cursor=False`` frames are cursorless.
+:meth:`WlrootsBackend.cursor` returns None (there is nothing left to composite).
+``cursor=False`` asks for frames without it, which a compositor can honour only where the
+cursor is on a hardware plane: with a software cursor (headless sway, measured) the cursor
+is part of the output's pixels in every frame.
 
 Output coordinates: physical pixels, each output at its layout position times its scale
 (outputs of one scale tile exactly; see :class:`~deskpilot._wayland._wlr.WlrOutput`).

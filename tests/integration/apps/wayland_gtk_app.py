@@ -9,7 +9,7 @@ every button press and scroll is reported. ``text``: a text view with the focus;
 change of its text is reported. Prints one JSON line ``{"type": "ready", "width": W,
 "height": H, "scale": S}`` (logical size, GDK's integer scale) once drawn, then one line
 per event: ``{"type": "click", "x": X, "y": Y, "button": N}`` (logical window
-coordinates), ``{"type": "scroll", "dx": DX, "dy": DY}``, ``{"type": "text", "text": T}``.
+coordinates; ``release`` alike), ``{"type": "scroll", "dx": DX, "dy": DY}``, ``{"type": "text", "text": T}``.
 """
 
 from __future__ import annotations
@@ -46,10 +46,12 @@ def main() -> None:
     ready = {"sent": False}
 
     def after_paint(_clock: Gdk.FrameClock) -> None:
-        # The first painted frame; the compositor shows it on its next cycle.
-        if not ready["sent"]:
+        # The first frame painted full screen (the first ones may come before sway's
+        # fullscreen configure); the compositor shows it on its next cycle.
+        alloc = window.get_allocation()
+        area = Gdk.Display.get_default().get_monitor_at_window(window.get_window()).get_geometry()
+        if not ready["sent"] and (alloc.width, alloc.height) == (area.width, area.height):
             ready["sent"] = True
-            alloc = window.get_allocation()
             GLib.timeout_add(150, lambda: emit(type="ready", width=alloc.width, height=alloc.height,
                                                scale=window.get_scale_factor()) and False)
 
@@ -74,7 +76,7 @@ def main() -> None:
         image = Gtk.Image.new_from_pixbuf(pixbuf)
         box = Gtk.EventBox()
         box.add(image)
-        box.add_events(Gdk.EventMask.BUTTON_PRESS_MASK | Gdk.EventMask.SCROLL_MASK
+        box.add_events(Gdk.EventMask.BUTTON_PRESS_MASK | Gdk.EventMask.BUTTON_RELEASE_MASK | Gdk.EventMask.SCROLL_MASK
                        | Gdk.EventMask.SMOOTH_SCROLL_MASK)
 
         def press(_widget: Gtk.Widget, event: Gdk.EventButton) -> bool:
@@ -92,7 +94,12 @@ def main() -> None:
                 emit(type="scroll", dx=dx, dy=dy)
             return True
 
+        def release(_widget: Gtk.Widget, event: Gdk.EventButton) -> bool:
+            emit(type="release", x=event.x, y=event.y, button=event.button)
+            return True
+
         box.connect("button-press-event", press)
+        box.connect("button-release-event", release)
         box.connect("scroll-event", scroll)
         window.add(box)
     else:
