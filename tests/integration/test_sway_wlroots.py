@@ -153,26 +153,33 @@ def test_unicode_text_is_exact_across_keymap_changes(sway: SwaySession, hands: I
         assert app.text(text + greek) == text + greek
 
 
-def test_a_tk_app_through_xwayland_gets_clicks_and_text(sway: SwaySession, env: dict[str, str],
-                                                       monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                                       hands: InputController) -> None:
+def test_tk_apps_through_xwayland_get_every_click_and_text(sway: SwaySession, env: dict[str, str],
+                                                         monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         hands: InputController) -> None:
+    """Two Tk windows side by side: every click moves into the other X11 window with one
+    motion, the case where Xwayland loses the press unless the pointer moves aside and back
+    first (measured: 3 of 6 presses arrive without it)."""
     monkeypatch.setenv("DISPLAY", sway.xwayland())
-    app = TargetApp(tmp_path / "events.jsonl", timeout=30.0)
+    left = TargetApp(tmp_path / "left.jsonl", geometry="900x1000+0+0", timeout=30.0)
     try:
-        # Each click enters a new X11 window's area with one motion: Xwayland's lost first press.
-        for name in ("red", "green", "blue", "yellow"):
-            mark = app.mark()
-            x, y = app.center(name)
-            hands.click(x, y)
-            hands.sync()
-            press = app.wait_for(lambda r: r["type"] == "press", timeout=5, since=mark)
-            assert (press["x"], press["y"], press["widget"]) == (x, y, name)
-        app.focus("entry")
-        hands.click(*app.center("entry"))
-        hands.type_text("Tk ü € 日本")
-        app.wait_for(lambda r: r["type"] == "entry" and r["text"] == "Tk ü € 日本", timeout=5)
+        right = TargetApp(tmp_path / "right.jsonl", geometry="900x1000+1000+0", timeout=30.0)
+        try:
+            for app, name in [(left, "red"), (right, "green"), (left, "blue"), (right, "yellow"), (left, "green"),
+                              (right, "red")]:
+                mark = app.mark()
+                x, y = app.center(name)
+                hands.click(x, y)
+                hands.sync()
+                press = app.wait_for(lambda r: r["type"] == "press", timeout=5, since=mark)
+                assert (press["x"], press["y"], press["widget"]) == (x, y, name)
+            right.focus("entry")
+            hands.click(*right.center("entry"))
+            hands.type_text("Tk ü € 日本 😀")
+            right.wait_for(lambda r: r["type"] == "entry" and r["text"] == "Tk ü € 日本 😀", timeout=5)
+        finally:
+            right.close()
     finally:
-        app.close()
+        left.close()
 
 
 def test_the_agent_runs_on_sway(sway: SwaySession, env: dict[str, str], tmp_path: Path) -> None:
