@@ -73,7 +73,7 @@ def test_clicks_land_on_the_documented_pixel_at_scale(sway: SwaySession, env: di
             for x, y in ((0, 0), (1000, 700), (1919, 1079), (333, 777)):
                 mark = app.mark()
                 hands.click(x, y)
-                click = app.wait_for(lambda r: r["type"] == "click", since=mark)
+                click = app.wait_for(lambda r: r["type"] == "click", since=mark, timeout=5.0)
                 # The app reports logical coordinates: times the scale, the physical pixel.
                 assert (int(click["x"] * scale), int(click["y"] * scale)) == (x, y)
     finally:
@@ -128,13 +128,16 @@ def _kill_holding(what: str) -> None:
 
 def test_what_a_sigkilled_agent_leaves_pressed(sway: SwaySession, env: dict[str, str]) -> None:
     # Keys: the compositor releases a dead virtual keyboard's keys (no key repeat after the
-    # kill, shift not stuck for the next client).
+    # kill, shift not stuck for the next client), but the focus may need a click.
     with GtkApp(sway, "text") as app:
         _kill_holding("key")
         assert app.text("K") == "K"
         time.sleep(1.0)  # past sway's 600 ms repeat delay: a key still down would repeat
         assert app.text("K", timeout=0.2) == "K"
         with InputController("wlroots") as hands:
+            # After the kill the window may have lost the keyboard focus (measured: 2 of 4
+            # times the next client's keys went nowhere): a click gives it back.
+            hands.click(600, 600)
             hands.type_text("ab")
             assert app.text("Kab") == "Kab"
     # Buttons: sway 1.7 does not release a dead virtual pointer's button; the app never sees
@@ -184,3 +187,21 @@ def test_sigint_stops_a_run_on_sway_and_releases_what_it_held(sway: SwaySession,
         with InputController("wlroots") as hands:
             hands.type_text("a")  # shift was released: lower case
             assert app.text("a") == "a"
+
+
+def test_an_output_that_comes_is_followed(sway: SwaySession, env: dict[str, str]) -> None:
+    """Last in the module: it leaves a third output behind. (An output disabled with swaymsg
+    keeps its wl_output global on sway 1.7, so it stays listed: not tested here.)"""
+    with Capturer("wlroots", cursor=False) as cap, InputController("wlroots") as hands:
+        assert len(cap._backend.monitors()) == 2 and hands.desktop == Rect(0, 0, 3840, 1080)
+        sway.swaymsg("create_output")
+        sway.swaymsg("output", "HEADLESS-3", "resolution", "1280x720", "position", "3840", "0")
+        deadline = time.monotonic() + 10
+        while cap._backend.monitors()[-1].rect.width != 1280 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        third = cap._backend.monitors()[2]
+        assert (third.name, third.rect) == ("HEADLESS-3", Rect(3840, 0, 1280, 720))
+        with Capturer("wlroots", monitor=3, cursor=False) as on_third:
+            assert on_third.grab().size == (1280, 720)
+        hands.move(4000, 100)  # the input backend binds the new output on its next call
+        assert hands.desktop == Rect(0, 0, 5120, 1080)

@@ -213,6 +213,27 @@ def test_the_agent_runs_on_sway(sway: SwaySession, env: dict[str, str], tmp_path
             assert last.size == (960, 540) and pixels.mean() > 100  # the white text view, not black
 
 
+def test_shot_captures_the_wayland_desktop_with_capture_wlroots(sway: SwaySession, env: dict[str, str],
+                                                                 tmp_path: Path) -> None:
+    import subprocess
+
+    from PIL import Image
+
+    with GtkApp(sway, "pattern"):
+        out = tmp_path / "shot.png"
+        refused = subprocess.run([sys.executable, "-m", "deskpilot", "shot", "--out", str(out)],
+                                 capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 1 and "Wayland session" in refused.stderr  # auto is X11 (the lead wires auto)
+        proc = subprocess.run([sys.executable, "-m", "deskpilot", "shot", "--capture", "wlroots", "--no-cursor",
+                               "--out", str(out), "--json"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        with Image.open(out) as shot:
+            pixels = np.asarray(shot.convert("RGB")).astype(np.int16)
+        # The pattern, but for the few corner pixels where a pointer of an earlier test may be.
+        assert shot.size == (1920, 1080)
+        assert (np.abs(pixels - expected_pattern(1920, 1080)).max(axis=2) > 0).sum() < 1000
+
+
 def test_wlroots_backends_refuse_where_there_is_no_wlroots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setenv("WAYLAND_DISPLAY", "absent")

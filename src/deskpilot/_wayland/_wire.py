@@ -138,11 +138,11 @@ class Proxy:
     """A client-side object: its id, interface and version; ``handler(event, args)`` receives
     its events (None: they are dropped)."""
 
-    connection: Connection
+    connection: Connection = field(repr=False)
     id: int
-    interface: Interface
+    interface: Interface = field(repr=False)
     version: int
-    handler: Callable[[str, list[Any]], None] | None = None
+    handler: Callable[[str, list[Any]], None] | None = field(default=None, repr=False)
     alive: bool = True
 
     def request(self, name: str, *args: Any) -> Proxy | None:

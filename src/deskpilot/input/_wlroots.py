@@ -106,6 +106,9 @@ class WlrootsInput:
         """Read what the compositor sent (delete_id, output changes) so its queue to us never fills."""
         while self._client.conn.read_events(0):
             pass
+        conn = self._client.conn
+        if {o.global_name for o in self._client.outputs} != {g.name for g in conn.find_global("wl_output")}:
+            self._client.refresh_outputs()  # an output came or went: bind it, forget it
 
     def _upload(self, extras: dict[int, int]) -> None:
         self._client.upload_keymap(self._keyboard, self._keymap.with_extras({kc: ks for ks, kc in extras.items()}))
