@@ -148,9 +148,10 @@ class ScreenSettings:
     image_height: int = setting(864, env="AGENT_IMAGE_H", minimum=16, maximum=16384)
     monitor: int = setting(1, env="AGENT_MONITOR", minimum=1, help="1-based monitor index")
     cursor: bool = setting(True, env="AGENT_CURSOR", help="draw the pointer into screenshots")
-    capture_backend: str = setting("auto", env="AGENT_CAPTURE_BACKEND", choices=("auto", "mss", "gdi"))
+    capture_backend: str = setting("auto", env="AGENT_CAPTURE_BACKEND",
+                                   choices=("auto", "mss", "gdi", "wlroots"))
     input_backend: str = setting(
-        "auto", env="AGENT_INPUT_BACKEND", choices=("auto", "sendinput", "xtest", "dry")
+        "auto", env="AGENT_INPUT_BACKEND", choices=("auto", "sendinput", "xtest", "wlroots", "dry")
     )
     png_level: int = setting(1, env="AGENT_PNG_LEVEL", minimum=0, maximum=9)
 

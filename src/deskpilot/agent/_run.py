@@ -641,7 +641,7 @@ async def run_agent_async(
         # Before the run directory exists: a model must never be shown a black desktop.
         from deskpilot.capture import check_screen_visible
 
-        check_screen_visible(allow_xwayland=allow_xwayland)
+        check_screen_visible(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend)
     text, scenario = _describe_task(task)
     mode_spec = get_mode(config.agent.mode)
     mode = mode_spec.factory(config)

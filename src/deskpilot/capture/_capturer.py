@@ -30,7 +30,7 @@ from deskpilot.geometry import Rect
 __all__ = ["BACKENDS", "Capturer", "Scaling", "make_backend"]
 
 #: Backend names accepted by :class:`Capturer` ("auto": gdi on Windows, mss elsewhere).
-BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss")
+BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss", "wlroots")
 
 #: ``native``: capture at physical resolution, downscale in deskpilot.imaging (exact area
 #: average, cursor composited first). ``gdi``: let GDI StretchBlt HALFTONE scale, as the
@@ -59,6 +59,10 @@ def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
         from deskpilot.capture._gdi import GdiBackend
 
         return GdiBackend()
+    if name == "wlroots":
+        from deskpilot.capture._wlroots import WlrootsBackend
+
+        return WlrootsBackend(cursor=cursor)
     raise ConfigError(f"unknown capture backend {name!r} (one of {', '.join(BACKENDS)})", backend=name)
 
 

@@ -77,7 +77,7 @@ class ScreenVisibility:
 
     def describe(self) -> str:
         """One line for ``doctor`` and logs."""
-        if self.server in ("windows", "other"):
+        if self.server in ("windows", "other", "wlroots"):
             return f"{self.display}: captured directly"
         outputs = ", ".join(self.outputs) if self.outputs else "none"
         names = {
@@ -125,19 +125,27 @@ def _allowed_by_env() -> bool:
     return os.environ.get(ALLOW_XWAYLAND_ENV, "").strip() not in ("", "0")
 
 
-def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = False) -> ScreenVisibility:
+def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = False,
+                         capture: str = "auto") -> ScreenVisibility:
     """Make sure a capture of the desktop would see the screen; say what was found.
 
     ``display``: the X display to check (default ``$DISPLAY``). Raises
     :class:`ScreenNotVisibleError` (a :class:`CaptureError`) when the X display is Xwayland,
     or when there is no X display but a Wayland one, unless ``allow_xwayland`` or
     ``DESKPILOT_ALLOW_XWAYLAND=1`` allows it (then the result has ``allowed`` set).
+    ``capture``: the capture backend the caller will use; ``"wlroots"`` captures the Wayland
+    outputs directly, so nothing is checked.
     Raises :class:`CaptureError` when the X display cannot be opened. One X connection,
     four round trips: about a millisecond on a local server.
     """
     if sys.platform == "win32":
         return ScreenVisibility("Windows desktop", "windows", (), True, False, ())
     hints = wayland_hints()
+    if capture == "wlroots":
+        # Chosen explicitly: it captures the Wayland outputs themselves (wlr-screencopy),
+        # not Xwayland; whether the compositor offers it is the backend's own error.
+        name = os.environ.get("WAYLAND_DISPLAY", "") or "wayland-0"
+        return ScreenVisibility(f"WAYLAND_DISPLAY={name} (wlroots screencopy)", "wlroots", (), True, False, hints)
     allowed = allow_xwayland or _allowed_by_env()
     name = display if display is not None else os.environ.get("DISPLAY", "")
     if not name:

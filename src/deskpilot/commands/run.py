@@ -72,8 +72,8 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--image-size", dest="image_size", metavar="WxH", help="model image size, e.g. 1536x864 (AGENT_IMAGE_W/H)")
     g.add_argument("--monitor", type=int, help="1-based monitor (AGENT_MONITOR)")
     g.add_argument("--dry-run", dest="dry_run", action="store_true", default=None, help="record input actions instead of sending them")
-    g.add_argument("--input", dest="input_backend", choices=("auto", "sendinput", "xtest", "dry"), help="input backend")
-    g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi"), help="capture backend")
+    g.add_argument("--input", dest="input_backend", choices=("auto", "sendinput", "xtest", "wlroots", "dry"), help="input backend")
+    g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi", "wlroots"), help="capture backend")
     add_xwayland_option(g)
     g.add_argument("--no-auto-observe", dest="observe_after_action", action="store_false", default=None,
                    help="seed behaviour: no screenshot after actions until the model asks for one")
@@ -235,7 +235,7 @@ def handle(args: argparse.Namespace) -> int:
 
     config = config_from_args(args, _mode_flags(args))
     # Before the task is asked for: on a desktop capture cannot see, nothing starts.
-    check_screen_visible(allow_xwayland=args.allow_xwayland)
+    check_screen_visible(allow_xwayland=args.allow_xwayland, capture=config.screen.capture_backend)
     ref = args.scenario or " ".join(args.task).strip()
     if not ref:
         if not sys.stdin.isatty():

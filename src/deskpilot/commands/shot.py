@@ -88,7 +88,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--level", type=_level, default=1, help="PNG deflate level 0..9 (default: 1)")
     parser.add_argument("--filter", default="adaptive", choices=PNG_FILTERS, help="PNG row filter (default: adaptive)")
     # --capture, like `deskpilot run --capture`; --backend is the older spelling, kept.
-    parser.add_argument("--capture", "--backend", dest="backend", default="auto", choices=("auto", "mss", "gdi"),
+    parser.add_argument("--capture", "--backend", dest="backend", default="auto", choices=("auto", "mss", "gdi", "wlroots"),
                         help="capture backend (same as `run --capture`; --backend is an alias)")
     parser.add_argument(
         "--scaling",
@@ -105,7 +105,7 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot import imaging
     from deskpilot.capture import Capturer, check_screen_visible
 
-    check_screen_visible(allow_xwayland=args.allow_xwayland)
+    check_screen_visible(allow_xwayland=args.allow_xwayland, capture=args.backend)
     phases: dict[str, list[float]] = {"capture": [], "cursor": [], "prepare": [], "encode": []}
     # scaling=gdi on another backend is a ConfigError: the CLI prints it, exit code 1
     capturer = Capturer(args.backend, monitor=args.monitor, region=args.region, cursor=args.cursor, scaling=args.scaling)

@@ -31,7 +31,7 @@ from deskpilot.input._perform import perform
 __all__ = ["BACKENDS", "InputArgumentError", "InputController", "make_backend"]
 
 #: Backend names accepted by :class:`InputController` ("auto" picks per OS).
-BACKENDS: tuple[str, ...] = ("auto", "dry", "sendinput", "xtest")
+BACKENDS: tuple[str, ...] = ("auto", "dry", "sendinput", "wlroots", "xtest")
 
 _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
 
@@ -60,6 +60,10 @@ def make_backend(name: str) -> InputBackend:
         from deskpilot.input._sendinput import SendInputBackend
 
         return SendInputBackend()
+    if name == "wlroots":
+        from deskpilot.input._wlroots import WlrootsInput
+
+        return WlrootsInput()
     raise InputArgumentError(f"unknown input backend {name!r} (one of {', '.join(BACKENDS)})", backend=name)
 
 

@@ -107,3 +107,17 @@ def test_the_environment_switch_is_off_at_zero(monkeypatch: pytest.MonkeyPatch) 
 @pytest.mark.skipif(sys.platform != "win32", reason="Windows")
 def test_windows_is_always_visible() -> None:
     assert check_screen_visible().visible
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no Wayland on Windows")
+def test_an_explicit_wlroots_capture_is_not_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--capture wlroots`` captures the Wayland outputs, not Xwayland: nothing to refuse
+    (whether the compositor offers screencopy is the backend's own error)."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv(ALLOW_XWAYLAND_ENV, raising=False)
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-1")
+    with pytest.raises(ScreenNotVisibleError):
+        check_screen_visible()
+    found = check_screen_visible(capture="wlroots")
+    assert (found.server, found.visible, found.allowed) == ("wlroots", True, False)
+    assert found.describe() == "WAYLAND_DISPLAY=wayland-1 (wlroots screencopy): captured directly"
