@@ -7,11 +7,49 @@ session's own interfaces. Two families live here, each in its own modules:
   ``org.gnome.Mutter.RemoteDesktop`` (D-Bus) and the PipeWire stream they open (ctypes on
   ``libpipewire-0.3``);
 - wlroots (sway, Hyprland, river, ...): the Wayland wire protocol over the compositor's
-  socket (``wlr-screencopy-unstable-v1``, ``wlr-virtual-pointer-unstable-v1``,
-  ``virtual-keyboard-unstable-v1``).
+  socket (:mod:`._wire`; ``wlr-screencopy-unstable-v1``, ``wlr-virtual-pointer-unstable-v1``,
+  ``virtual-keyboard-unstable-v1`` in :mod:`._wlr`) and the keymap the virtual keyboard
+  uploads (:mod:`._xkb`, libxkbcommon).
 
 The capture and input backends built on them live in :mod:`deskpilot.capture` and
-:mod:`deskpilot.input`.
+:mod:`deskpilot.input`; they import from this package (its face), which loads each module
+on first use: importing ``deskpilot.capture`` loads none of them.
 """
 
-__all__: list[str] = []
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from deskpilot._wayland._wlr import (
+        WHEEL_STEP,
+        WlrootsClient,
+        WlrOutput,
+        now_ms,
+        wlroots_available,
+    )
+    from deskpilot._wayland._xkb import XkbKeymap, utf32_to_keysym
+
+_HOME = {
+    **dict.fromkeys(("WHEEL_STEP", "WlrootsClient", "WlrOutput", "now_ms", "wlroots_available"), "_wlr"),
+    **dict.fromkeys(("XkbKeymap", "utf32_to_keysym"), "_xkb"),
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'deskpilot._wayland' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"deskpilot._wayland.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "WHEEL_STEP",
+    "WlrOutput",
+    "WlrootsClient",
+    "XkbKeymap",
+    "now_ms",
+    "utf32_to_keysym",
+    "wlroots_available",
+]

@@ -131,7 +131,7 @@ class WlrOutput:
 
 
 @dataclass
-class _Frame:
+class _ScreencopyFrame:
     info: list[int] = field(default_factory=list)  # format, width, height, stride
     buffer_done: bool = False
     flags: int = 0
@@ -161,6 +161,7 @@ class WlrootsClient:
     def __init__(self, error: type[PlatformError], need: tuple[str, ...],
                  environ: Mapping[str, str] | None = None) -> None:
         self.error = error
+        self.outputs: list[WlrOutput] = []  # before anything can fail: close() reads it
         self.conn = Connection.connect(error, environ)
         try:
             self._bind(need)
@@ -206,7 +207,6 @@ class WlrootsClient:
 
     def _bind(self, need: tuple[str, ...]) -> None:
         conn = self.conn
-        self.outputs: list[WlrOutput] = []
         xdg = conn.find_global("zxdg_output_manager_v1")
         self._xdg_manager = conn.bind(xdg[0], ZXDG_OUTPUT_MANAGER_V1) if xdg else None
         self._bind_outputs()
@@ -257,7 +257,7 @@ class WlrootsClient:
     def capture(self, output: WlrOutput, *, overlay_cursor: bool = False, timeout: float = 5.0) -> tuple[ShmBuffer, bool]:
         """Copy the output's next frame into its reused shm buffer; (buffer, y_inverted)."""
         assert self.screencopy is not None and self.shm is not None
-        state = _Frame()
+        state = _ScreencopyFrame()
         frame = self.screencopy.request("capture_output", ZWLR_SCREENCOPY_FRAME_V1, int(overlay_cursor),
                                         output.proxy)
         assert frame is not None
@@ -326,7 +326,7 @@ class WlrootsClient:
         return left, top, right - left, bottom - top
 
     def close(self) -> None:
-        for output in getattr(self, "outputs", []):
+        for output in self.outputs:
             if output.buffer is not None:
                 if self.conn.open:
                     output.buffer.destroy()

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot._errors import CaptureError
-from deskpilot._wayland._wlr import WlrootsClient, WlrOutput
+from deskpilot._wayland import WlrootsClient, WlrOutput
 from deskpilot.capture._base import CursorImage, Monitor
 from deskpilot.geometry import Rect
 
@@ -48,6 +48,7 @@ class WlrootsBackend:
     ``os.environ``: ``WAYLAND_DISPLAY`` and ``XDG_RUNTIME_DIR``)."""
 
     name = "wlroots"
+    _closed = True  # until __init__ has opened it: __del__ of a half-built object does nothing
 
     def __init__(self, *, cursor: bool = True, environ: Mapping[str, str] | None = None) -> None:
         self._client = WlrootsClient(CaptureError, ("screencopy",), environ)
@@ -117,6 +118,6 @@ class WlrootsBackend:
             self._client.close()
 
     def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
+        if not self._closed:
             with contextlib.suppress(Exception):
                 self.close()

@@ -30,8 +30,14 @@ import threading
 from collections.abc import Mapping
 
 from deskpilot._errors import InputError
-from deskpilot._wayland._wlr import WHEEL_STEP, WlrootsClient, WlrOutput, now_ms
-from deskpilot._wayland._xkb import XkbKeymap, utf32_to_keysym
+from deskpilot._wayland import (
+    WHEEL_STEP,
+    WlrootsClient,
+    WlrOutput,
+    XkbKeymap,
+    now_ms,
+    utf32_to_keysym,
+)
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button
 from deskpilot.input._keys import KeySpec
@@ -72,6 +78,7 @@ class WlrootsInput:
     compositor (default ``os.environ``)."""
 
     name = "wlroots"
+    _closed = True  # until __init__ has opened it: __del__ of a half-built object does nothing
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         env = os.environ if environ is None else environ
@@ -333,6 +340,6 @@ class WlrootsInput:
             self._client.close()
 
     def __del__(self) -> None:
-        if not getattr(self, "_closed", True):
+        if not self._closed:
             with contextlib.suppress(Exception):
                 self.close()
