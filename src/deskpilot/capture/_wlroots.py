@@ -14,6 +14,19 @@ The cursor: screencopy draws the compositor's own pointer into the frame when as
 cursor is on a hardware plane: with a software cursor (headless sway, measured) the cursor
 is part of the output's pixels in every frame.
 
+So the settle's digests (:meth:`WlrootsBackend.digest_without_cursor`) keep the drawn
+cursor out: the pointer moving to a click point is not the app's reaction (on X11 the
+probe's pixels have no cursor at all). Where the cursor is comes from this process's wlroots
+input (:func:`deskpilot._wayland._wlr.pointer_of`: the compositor tells clients nothing); the
+digest is taken over a *cursor-free copy* of the screen: each frame's pixels outside the box
+the cursor may cover, and inside it the pixels last seen there without the cursor. Two frames
+of an unchanged app digest equal wherever the pointer went in between. What this cannot see:
+drawing under the resting pointer until the pointer leaves (a box of the cursor's size, twice
+``XCURSOR_SIZE`` logical pixels a side around the hotspot), the box where the pointer was when
+the first digest was taken (its cursor-free pixels were never seen: it stays out of every
+digest of this backend), and a pointer moved by someone else (a real mouse: its cursor counts
+as drawing).
+
 Output coordinates: physical pixels, each output at its layout position times its scale
 (outputs of one scale tile exactly; see :class:`~deskpilot._wayland._wlr.WlrOutput`).
 Rotated outputs (``transform``) are not handled.
@@ -22,20 +35,25 @@ Rotated outputs (``transform``) are not handled.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
 
+from deskpilot import imaging
 from deskpilot._errors import CaptureError
-from deskpilot._wayland._wlr import WlrootsClient, WlrOutput
+from deskpilot._wayland._wlr import WlrootsClient, WlrOutput, pointer_of
 from deskpilot.capture._base import CursorImage, Monitor
 from deskpilot.geometry import Rect
 
 __all__ = ["WlrootsBackend"]
 
 Pixels = npt.NDArray[np.uint8]
+
+#: The cursor size of wlroots compositors unless the session says otherwise (logical px).
+DEFAULT_CURSOR_SIZE = 24
 
 
 def _output_rect(output: WlrOutput) -> Rect:
@@ -54,6 +72,16 @@ class WlrootsBackend:
         self._overlay_cursor = cursor
         self._lock = threading.Lock()
         self._closed = False
+        env = os.environ if environ is None else environ
+        try:
+            self._cursor_size = max(1, int(env.get("XCURSOR_SIZE", "") or DEFAULT_CURSOR_SIZE))
+        except ValueError:
+            self._cursor_size = DEFAULT_CURSOR_SIZE
+        # The cursor-free copy of the last digested area: its pixels, which area, and the
+        # box never seen without the cursor (zeroed for good).
+        self._clean: Pixels | None = None
+        self._clean_area: Rect | None = None
+        self._blind: tuple[int, int, int, int] | None = None
 
     def _check_open(self) -> None:
         if self._closed:
@@ -103,6 +131,46 @@ class WlrootsBackend:
             if not covered:
                 raise CaptureError(f"{rect.as_tuple()} is on no output", rect=list(rect.as_tuple()))
             return out
+
+    def cursor_box(self) -> Rect | None:
+        """Where the compositor may have drawn its cursor (physical desktop pixels): a
+        square of twice the cursor's size around where this process's input last put the
+        pointer, whatever the cursor's hotspot (None: it never moved it)."""
+        self._check_open()
+        position = pointer_of(self._client.conn.path)
+        if position is None:
+            return None
+        x, y = position
+        scale = 1.0
+        for output in self._client.outputs:
+            if _output_rect(output).contains(x, y):
+                scale = output.scale
+        half = int(self._cursor_size * scale + 0.999)
+        return Rect(x - half, y - half, 2 * half, 2 * half)
+
+    def digest_without_cursor(self, bgra: Pixels, area: Rect) -> int:
+        """The digest of ``bgra`` (the grab of ``area``) with the compositor's cursor kept
+        out (see the module docstring); ``imaging.frame_digest(bgra)`` where the pointer was
+        never moved by this process."""
+        box = self.cursor_box()
+        if box is None:
+            return imaging.frame_digest(bgra)
+        inside = box.intersect(area)
+        x0, y0 = (inside.left - area.left, inside.top - area.top) if inside else (0, 0)
+        x1, y1 = (x0 + inside.width, y0 + inside.height) if inside else (0, 0)
+        with self._lock:
+            clean = self._clean
+            if clean is None or clean.shape != bgra.shape or self._clean_area != area:
+                clean = self._clean = bgra.copy()
+                self._clean_area = area
+                self._blind = (x0, y0, x1, y1)
+            else:
+                kept = clean[y0:y1, x0:x1].copy()
+                np.copyto(clean, bgra)
+                clean[y0:y1, x0:x1] = kept
+            bx0, by0, bx1, by1 = self._blind or (0, 0, 0, 0)
+            clean[by0:by1, bx0:bx1] = 0
+            return imaging.frame_digest(clean)
 
     def cursor(self) -> CursorImage | None:
         """None: the compositor draws the cursor into ``cursor=True`` frames itself."""

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Mapping
 
 from deskpilot._errors import InputError
-from deskpilot._wayland._wlr import WHEEL_STEP, WlrootsClient, WlrOutput, now_ms
+from deskpilot._wayland._wlr import WHEEL_STEP, WlrootsClient, WlrOutput, note_pointer, now_ms
 from deskpilot._wayland._xkb import XkbKeymap, utf32_to_keysym
 from deskpilot.geometry import Rect
 from deskpilot.input._base import Button
@@ -80,6 +80,7 @@ class WlrootsInput:
         self._held: dict[int, int] = {}  # keycode -> keysym, keys down now
         self._modifiers = 0
         self._moved = False
+        self._position = (0, 0)
         self._client = WlrootsClient(InputError, ("pointer", "keyboard"), environ)
         try:
             self._pointer = self._client.create_pointer()
@@ -93,8 +94,12 @@ class WlrootsInput:
         except BaseException:
             self._client.close()
             raise
+        # The compositor does not tell clients where its pointer is: put it where this
+        # backend says it is. The last pixel of the first output: the cursor the compositor
+        # draws into its frames is then all but off screen, and the capture backend's
+        # digests, which keep it out, never lose sight of more than that corner.
         first = self._client.outputs[0]
-        self._position = (first.origin[0] + first.physical[0] // 2, first.origin[1] + first.physical[1] // 2)
+        self.move(first.origin[0] + first.physical[0] - 1, first.origin[1] + first.physical[1] - 1)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -188,6 +193,8 @@ class WlrootsInput:
             self._motion(int(x), int(y))
             self._position = (int(x), int(y))
             self._moved = True
+            # The capture backend keeps the cursor the compositor draws out of its digests.
+            note_pointer(self._client.conn.path, self._position)
 
     def position(self) -> tuple[int, int]:
         """Where this backend last put the pointer (the compositor does not tell clients)."""
