@@ -40,6 +40,7 @@ from deskpilot._wayland._wire import (
 __all__ = [
     "REQUIRED_GLOBALS",
     "WHEEL_STEP",
+    "ZWLR_SCREENCOPY_FRAME_V1",
     "WlrOutput",
     "WlrootsClient",
     "note_pointer",

@@ -112,8 +112,14 @@ class CapturerScreen:
 
     @property
     def backend_name(self) -> str:
-        """The capture backend's name (``mss``, ``gdi``)."""
+        """The capture backend's name (``mss``, ``gdi``, ``wlroots``)."""
         return str(self._capturer.backend.name)
+
+    def backend_damage(self) -> Any:
+        """The capture backend's own drawing notifications for the working area's monitor
+        (wlroots: screencopy's damage), or None where it has none."""
+        make = getattr(self._capturer.backend, "damage_source", None)
+        return make(self._capturer.monitor.index) if callable(make) else None
 
     def probe(self) -> Probe:
         if self._capturer.scaling != "native":
