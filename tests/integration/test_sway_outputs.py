@@ -5,6 +5,7 @@ what a SIGKILLed agent leaves pressed, and what stops a run on wlroots."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -212,3 +213,19 @@ def test_an_output_that_comes_is_followed(sway: SwaySession, env: dict[str, str]
             assert on_third.grab().size == (1280, 720)
         hands.move(4000, 100)  # the input backend binds the new output on its next call
         assert hands.desktop == Rect(0, 0, 5120, 1080)
+
+
+def test_doctor_says_what_stops_a_run_on_wlroots(sway: SwaySession, env: dict[str, str]) -> None:
+    """Without an X display, with the wlroots backends: the lines pass, and the kill switch
+    line warns that neither the corner nor the hotkey is watched (and says what stops a run)."""
+    run_env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    run_env.update(env)
+    proc = subprocess.run([sys.executable, "-m", "deskpilot", "doctor", "--no-model",
+                           "--set", "screen.capture_backend=wlroots", "--set", "screen.input_backend=wlroots"],
+                          env=run_env, capture_output=True, text=True, timeout=120, check=False)
+    out = " ".join(proc.stdout.split())  # rich wraps long lines
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for name in ("display", "screen", "capture", "input"):
+        assert f"PASS {name}" in out, out
+    assert "WARN kill switch wlroots: the fail-safe corner and the stop hotkey are not watched" in out, out
+    assert "Ctrl+C or SIGTERM" in out and "watchdog" in out, out
