@@ -431,6 +431,7 @@ INTERNAL_INTERFACE: dict[str, set[str]] = {
         "resolve_scenario", "run_info", "summarize",
     },
     "deskpilot.agent.tools": {"key_names"},
+    "deskpilot.capture": {"DamageReportingBackend", "DamageSource"},
     "deskpilot.eval": {"Progress", "check_platform", "parse_shard"},
     "deskpilot.imaging": {"GradientStops", "Rgba", "action_mark", "env_flag", "reference_kernels_message", "scroll_words"},
     "deskpilot.input": {"SHIFTED_KEYS", "resolve_key"},

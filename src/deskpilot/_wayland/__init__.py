@@ -18,17 +18,25 @@ on first use: importing ``deskpilot.capture`` loads none of them.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from deskpilot._wayland._watchdog import WlrootsWatchdog, start_watchdog
+    from deskpilot._wayland._wire import Proxy, ShmBuffer
     from deskpilot._wayland._wlr import (
         WHEEL_STEP,
+        ZWLR_SCREENCOPY_FRAME_V1,
         WlrootsClient,
         WlrOutput,
+        note_pointer,
         now_ms,
+        pointer_of,
         wlroots_available,
     )
     from deskpilot._wayland._xkb import XkbKeymap, utf32_to_keysym
 
 _HOME = {
-    **dict.fromkeys(("WHEEL_STEP", "WlrootsClient", "WlrOutput", "now_ms", "wlroots_available"), "_wlr"),
+    **dict.fromkeys(("WlrootsWatchdog", "start_watchdog"), "_watchdog"),
+    **dict.fromkeys(("Proxy", "ShmBuffer"), "_wire"),
+    **dict.fromkeys(("WHEEL_STEP", "ZWLR_SCREENCOPY_FRAME_V1", "WlrootsClient", "WlrOutput", "note_pointer", "now_ms",
+                     "pointer_of", "wlroots_available"), "_wlr"),
     **dict.fromkeys(("XkbKeymap", "utf32_to_keysym"), "_xkb"),
 }
 
@@ -46,10 +54,17 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "WHEEL_STEP",
+    "ZWLR_SCREENCOPY_FRAME_V1",
+    "Proxy",
+    "ShmBuffer",
     "WlrOutput",
     "WlrootsClient",
+    "WlrootsWatchdog",
     "XkbKeymap",
+    "note_pointer",
     "now_ms",
+    "pointer_of",
+    "start_watchdog",
     "utf32_to_keysym",
     "wlroots_available",
 ]

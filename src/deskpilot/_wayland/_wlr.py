@@ -40,9 +40,12 @@ from deskpilot._wayland._wire import (
 __all__ = [
     "REQUIRED_GLOBALS",
     "WHEEL_STEP",
+    "ZWLR_SCREENCOPY_FRAME_V1",
     "WlrOutput",
     "WlrootsClient",
+    "note_pointer",
     "now_ms",
+    "pointer_of",
     "wlroots_available",
 ]
 
@@ -95,6 +98,22 @@ def wlroots_available(environ: Mapping[str, str] | None = None, timeout: float =
         return all(name in names for name in REQUIRED_GLOBALS)
     finally:
         conn.close()
+
+
+#: Where this process's wlroots input last put each compositor's pointer (physical desktop
+#: pixels), by socket path: the compositor tells clients nothing about its pointer, and the
+#: capture backend needs to know where it drew it (see :mod:`deskpilot.capture._wlroots`).
+_POINTERS: dict[str, tuple[int, int]] = {}
+
+
+def note_pointer(socket_path: str, position: tuple[int, int]) -> None:
+    """Record where the pointer of the compositor at ``socket_path`` was sent."""
+    _POINTERS[socket_path] = position
+
+
+def pointer_of(socket_path: str) -> tuple[int, int] | None:
+    """Where this process last sent the pointer of the compositor at ``socket_path`` (None: never)."""
+    return _POINTERS.get(socket_path)
 
 
 def now_ms() -> int:

@@ -839,12 +839,21 @@ def _trip_reason(trip: Trip) -> str:
 def open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
     """The run's drawing notifications for the adaptive settle, and what it settles on.
 
-    X11 DAMAGE where the screen is captured from an X server that has it; polling
+    X11 DAMAGE where the screen is captured from an X server that has it; screencopy's
+    damage on wlroots (``copy_with_damage``); polling
     probes elsewhere (Windows, macOS, simulated screens), with ``settle_signal = "poll"``
     and whenever the watcher cannot be made (``"damage"`` then is an error)."""
     wanted = config.agent.settle_signal
     if config.agent.settle != "adaptive" or wanted == "poll":
         return None, "poll"
+    if isinstance(screen, CapturerScreen) and screen.backend_name == "wlroots":
+        # wlroots: screencopy's copy_with_damage answers once something was drawn.
+        try:
+            return screen.backend_damage(), "damage"
+        except PlatformError as exc:
+            if wanted == "damage":
+                raise
+            return None, f"poll ({exc})"
     if not (
         isinstance(screen, CapturerScreen)
         and sys.platform.startswith("linux")

@@ -55,8 +55,9 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
+from deskpilot.capture import DamageSource
 from deskpilot.rundir import SettleRecord
 
 __all__ = [
@@ -409,22 +410,6 @@ async def settle(
         wait = min(deadline, start + policy.max_s) - now
         if wait > 0:
             await sleep(wait)
-
-
-class DamageSource(Protocol):
-    """Drawing notifications on the working area (:class:`deskpilot._x11._damage.DamageWatcher`;
-    a Wayland or Windows source plugs in the same way): ``fileno`` becomes readable when
-    some arrived; ``drain`` reads them without blocking and returns how many of them
-    were drawing on the working area (drawing elsewhere, a clock outside the captured
-    area, does not count)."""
-
-    #: When the last drawing on the working area was drained (``time.perf_counter()``; 0.0:
-    #: none yet): a probe older than it is stale.
-    last_damage: float
-
-    def fileno(self) -> int: ...
-    def drain(self) -> int: ...
-    def close(self) -> None: ...
 
 
 async def settle_on_damage(

@@ -15,6 +15,10 @@ agent and the commands call it before they start, the :class:`Capturer` does not
 """
 
 from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
+
+# the room's internal interface (ARCHITECTURE.md, "Faces"): for the agent's settle
+from deskpilot.capture._base import DamageReportingBackend as DamageReportingBackend
+from deskpilot.capture._base import DamageSource as DamageSource
 from deskpilot.capture._capturer import Capturer, Scaling, make_backend
 from deskpilot.capture._frame import Frame
 from deskpilot.capture._visibility import ScreenVisibility, check_screen_visible

@@ -14,7 +14,16 @@ import numpy.typing as npt
 
 from deskpilot.geometry import Rect
 
-__all__ = ["CaptureBackend", "CursorImage", "CursorKind", "Monitor", "ScalingBackend"]
+__all__ = [
+    "CaptureBackend",
+    "CursorDrawingBackend",
+    "CursorImage",
+    "CursorKind",
+    "DamageReportingBackend",
+    "DamageSource",
+    "Monitor",
+    "ScalingBackend",
+]
 
 #: How a cursor image is encoded (see :func:`deskpilot.imaging.composite_cursor`):
 #: ``premultiplied`` / ``straight``: HxWx4 BGRA with alpha;
@@ -74,4 +83,41 @@ class ScalingBackend(CaptureBackend, Protocol):
 
     def grab_scaled(self, rect: Rect, size: tuple[int, int]) -> npt.NDArray[np.uint8]:
         """Pixels of ``rect`` scaled to ``size`` (width, height), HxWx4 BGRA uint8."""
+        ...
+
+
+class DamageSource(Protocol):
+    """Drawing notifications on the working area, for the agent's adaptive settle
+    (:func:`deskpilot.agent._settle.settle_on_damage`): X11 DAMAGE
+    (:class:`deskpilot._x11.DamageWatcher`), a Mutter stream's frames, wlroots screencopy
+    damage. ``fileno`` becomes readable when some arrived; ``drain`` reads them without
+    blocking and returns how many of them were drawing on the working area (drawing
+    elsewhere, a clock outside the captured area, does not count)."""
+
+    #: When the last drawing on the working area was drained (``time.perf_counter()``; 0.0:
+    #: none yet): a probe older than it is stale.
+    last_damage: float
+
+    def fileno(self) -> int: ...
+    def drain(self) -> int: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DamageReportingBackend(CaptureBackend, Protocol):
+    """A backend whose compositor says when something was drawn (wlroots' screencopy
+    damage): the settle waits on it instead of polling."""
+
+    def damage_source(self, monitor: int = 0) -> DamageSource:
+        """Drawing notifications for ``monitor`` (1-based; 0: the whole desktop)."""
+        ...
+
+
+@runtime_checkable
+class CursorDrawingBackend(CaptureBackend, Protocol):
+    """A backend whose frames have the pointer drawn in by the compositor (headless sway):
+    it keeps the pointer out of the settle's digest itself."""
+
+    def digest_without_cursor(self, bgra: npt.NDArray[np.uint8], area: Rect) -> int:
+        """The digest of ``bgra`` (the grab of ``area``) with the drawn pointer kept out."""
         ...

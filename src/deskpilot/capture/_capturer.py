@@ -23,7 +23,13 @@ import numpy.typing as npt
 
 from deskpilot import imaging
 from deskpilot._errors import CaptureError, ConfigError, PlatformError
-from deskpilot.capture._base import CaptureBackend, CursorImage, Monitor, ScalingBackend
+from deskpilot.capture._base import (
+    CaptureBackend,
+    CursorDrawingBackend,
+    CursorImage,
+    Monitor,
+    ScalingBackend,
+)
 from deskpilot.capture._frame import Frame
 from deskpilot.geometry import Rect
 
@@ -203,7 +209,14 @@ class Capturer:
             self._check_open()
             bgra = self._backend.grab_bgra(self.area)
             image = self.read_cursor() if self.cursor else None
-            return imaging.frame_digest(bgra), bgra, image
+            return self._digest(bgra), bgra, image
+
+    def _digest(self, bgra: Pixels) -> int:
+        """The raw pixels' digest without the cursor: a backend whose frames have the
+        cursor drawn in (wlroots) keeps it out itself."""
+        if isinstance(self._backend, CursorDrawingBackend):
+            return self._backend.digest_without_cursor(bgra, self.area)
+        return imaging.frame_digest(bgra)
 
     def frame_from(
         self, bgra: Pixels, cursor: CursorImage | None, size: tuple[int, int] | None = None
@@ -281,7 +294,7 @@ class Capturer:
         """A cheap fingerprint of the working area (raw grab, no cursor) for settle polling:
         equal digests mean equal pixels."""
         with self._lock:
-            return imaging.frame_digest(self.grab_bgra())
+            return self._digest(self.grab_bgra())
 
     def close(self) -> None:
         """Release the backend's OS resources and the buffers. Idempotent."""

@@ -67,13 +67,34 @@ def _display_check() -> tuple[CheckResult, bool]:
     return CheckResult("display", "PASS", f"DISPLAY={display}"), True
 
 
-def _screen_check(*, allow_xwayland: bool = False) -> CheckResult:
+def _wlroots_chosen(config: Any) -> bool:
+    """Whether the configured capture or input backend is the wlroots one (sway...)."""
+    return "wlroots" in (config.screen.capture_backend, config.screen.input_backend)
+
+
+def _killswitch_check(config: Any) -> CheckResult | None:
+    """What stops a run on wlroots, where the kill switch cannot watch the desktop (None
+    elsewhere: the X11 and Windows kill switches arm themselves and say so at run start)."""
+    if not _wlroots_chosen(config):
+        return None
+    return CheckResult(
+        "kill switch",
+        "WARN",
+        "wlroots: the fail-safe corner and the stop hotkey are not watched (a wlroots compositor "
+        "tells a client neither where the pointer is nor a key pressed for another window); a run "
+        "stops on Ctrl+C or SIGTERM, at its step and time budgets, and by a programmatic stop; a "
+        "run killed with SIGKILL has its held mouse buttons released by the input watchdog and its "
+        "keys by the compositor",
+    )
+
+
+def _screen_check(*, allow_xwayland: bool = False, capture: str = "auto") -> CheckResult:
     """Whether a capture of the desktop sees the screen: FAIL on Xwayland (a Wayland
     session: X11 windows only, black elsewhere), WARN when that is allowed."""
     try:
         from deskpilot.capture import check_screen_visible
 
-        found = check_screen_visible(allow_xwayland=allow_xwayland)
+        found = check_screen_visible(allow_xwayland=allow_xwayland, capture=capture)
     except Exception as exc:  # ScreenNotVisibleError says what to do; anything else, what broke
         return CheckResult("screen", "FAIL", str(exc))
     return CheckResult("screen", "WARN" if found.allowed else "PASS", found.describe())
@@ -401,10 +422,14 @@ def run_checks(
 ) -> list[CheckResult]:
     checks: list[CheckResult] = []
     display, has_display = _display_check()
+    if not has_display and _wlroots_chosen(config) and os.environ.get("WAYLAND_DISPLAY"):
+        # The wlroots backends speak to the compositor itself: no X display needed.
+        display, has_display = CheckResult("display", "PASS", f"WAYLAND_DISPLAY={os.environ['WAYLAND_DISPLAY']} "
+                                     "(wlroots backends)"), True
     checks.append(display)
     if has_display or os.environ.get("WAYLAND_DISPLAY"):
         # Without DISPLAY, a Wayland session still gets the line that says what to do.
-        checks.append(_screen_check(allow_xwayland=allow_xwayland))
+        checks.append(_screen_check(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend))
     else:
         checks.append(CheckResult("screen", "SKIP", "no display"))
     checks.append(_dpi_check())
@@ -412,6 +437,9 @@ def run_checks(
     if has_display:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
+        stop = _killswitch_check(config)
+        if stop is not None:
+            checks.append(stop)
     else:
         checks.append(CheckResult("capture", "SKIP", "no display"))
         checks.append(CheckResult("input", "SKIP", "no display"))

@@ -19,7 +19,9 @@ modifier state from a virtual keyboard's keys for its clients: every change of t
 modifiers is sent with ``modifiers``.
 
 What a killed process leaves: the virtual devices are objects of the connection; when the
-process dies the compositor destroys them (see the tier's test for what that releases).
+process dies the compositor destroys them and releases their keys, but a mouse button stays
+down for the app (sway 1.7, measured): each backend's watchdog
+(:mod:`deskpilot._wayland._watchdog`) releases those through a virtual pointer of its own.
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ from deskpilot._errors import InputError
 from deskpilot._wayland import (
     WHEEL_STEP,
     WlrootsClient,
+    WlrootsWatchdog,
     WlrOutput,
     XkbKeymap,
+    note_pointer,
     now_ms,
+    start_watchdog,
     utf32_to_keysym,
 )
 from deskpilot.geometry import Rect
@@ -75,19 +80,23 @@ def _text_keysym(ch: str) -> int:
 
 class WlrootsInput:
     """Input through wlroots' virtual pointer and keyboard. ``environ``: where to find the
-    compositor (default ``os.environ``)."""
+    compositor (default ``os.environ``). ``watchdog``: start the process that releases the
+    held mouse buttons if this one is killed (:mod:`deskpilot._wayland._watchdog`)."""
 
     name = "wlroots"
     _closed = True  # until __init__ has opened it: __del__ of a half-built object does nothing
 
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None, *, watchdog: bool = True) -> None:
         env = os.environ if environ is None else environ
         self._lock = threading.RLock()
         self._closed = False
         self._held: dict[int, int] = {}  # keycode -> keysym, keys down now
         self._modifiers = 0
         self._moved = False
+        self._position = (0, 0)
         self._client = WlrootsClient(InputError, ("pointer", "keyboard"), environ)
+        # Releases the buttons held should this process be killed (sway keeps them down).
+        self._watchdog: WlrootsWatchdog | None = start_watchdog(environ) if watchdog else None
         try:
             self._pointer = self._client.create_pointer()
             self._keyboard = self._client.create_keyboard()
@@ -98,10 +107,16 @@ class WlrootsInput:
             self._upload({})
             self._client.conn.roundtrip()
         except BaseException:
+            if self._watchdog is not None:
+                self._watchdog.stop()
             self._client.close()
             raise
+        # The compositor does not tell clients where its pointer is: put it where this
+        # backend says it is. The last pixel of the first output: the cursor the compositor
+        # draws into its frames is then all but off screen, and the capture backend's
+        # digests, which keep it out, never lose sight of more than that corner.
         first = self._client.outputs[0]
-        self._position = (first.origin[0] + first.physical[0] // 2, first.origin[1] + first.physical[1] // 2)
+        self.move(first.origin[0] + first.physical[0] - 1, first.origin[1] + first.physical[1] - 1)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -195,6 +210,8 @@ class WlrootsInput:
             self._motion(int(x), int(y))
             self._position = (int(x), int(y))
             self._moved = True
+            # The capture backend keeps the cursor the compositor draws out of its digests.
+            note_pointer(self._client.conn.path, self._position)
 
     def position(self) -> tuple[int, int]:
         """Where this backend last put the pointer (the compositor does not tell clients)."""
@@ -217,8 +234,13 @@ class WlrootsInput:
                 self._motion(x, y)
                 self._client.conn.roundtrip()
                 self._moved = False
+            if down and self._watchdog is not None:
+                self._watchdog.pressing(code)  # before the press can go out
             self._pointer.request("button", now_ms(), code, 1 if down else 0)
             self._pointer.request("frame")
+            if not down and self._watchdog is not None:
+                self._client.conn.flush()
+                self._watchdog.released(code)  # once the release went out
 
     def wheel(self, vertical: int, horizontal: int) -> None:
         with self._lock:
@@ -338,6 +360,8 @@ class WlrootsInput:
                     self._keyboard.destroy()
                     self._client.conn.roundtrip()
             self._client.close()
+            if self._watchdog is not None:
+                self._watchdog.stop()
 
     def __del__(self) -> None:
         if not self._closed:

@@ -451,6 +451,10 @@ def default_watch_backend() -> WatchBackend:
     if sys.platform == "win32":
         return Win32WatchBackend()
     if not os.environ.get("DISPLAY"):
+        if os.environ.get("WAYLAND_DISPLAY"):
+            raise PlatformError("the fail-safe corner and the hotkey are not watched on Wayland (no watcher "
+                                "there yet; a wlroots compositor gives a client neither the pointer's position "
+                                "nor a global key); Ctrl+C, SIGTERM and the budgets stop the run", call="watch")
         raise PlatformError("no desktop to watch (DISPLAY is not set)", call="watch")
     return X11WatchBackend()
 

@@ -347,3 +347,22 @@ def test_the_agents_own_motion_into_a_corner_is_not_the_gesture() -> None:
 def test_a_sampled_corner_says_so() -> None:
     with make(FakeBackend()) as switch:
         assert switch.status["corner"].endswith(f"sampled every {POLL:g} s")
+
+
+def test_on_wayland_the_watcher_says_what_stops_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from deskpilot.safety._killswitch import default_watch_backend
+
+    if sys.platform == "win32":
+        pytest.skip("Windows has its own watcher")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.setenv("WAYLAND_DISPLAY", "wayland-9")
+    with pytest.raises(PlatformError, match=r"not watched on Wayland.*Ctrl\+C, SIGTERM and the budgets"):
+        default_watch_backend()
+    switch = KillSwitch(hotkeys=("ctrl+alt+q",), corner=True, poll_interval=0.01).start()
+    try:
+        assert "not watched on Wayland" in switch.status["corner"]
+        assert "not watched on Wayland" in switch.status["hotkey"]
+    finally:
+        switch.stop()
