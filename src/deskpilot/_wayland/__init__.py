@@ -18,6 +18,16 @@ on first use: importing ``deskpilot.capture`` loads none of them.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from deskpilot._wayland._dbus import DBusCallError, SessionBus, variant
+    from deskpilot._wayland._detect import WAYLAND_BACKENDS, wayland_backend
+    from deskpilot._wayland._mutter import (
+        REMOTE_DESKTOP,
+        MonitorStream,
+        MutterSession,
+        acquire_mutter,
+        pointer_position,
+        release_mutter,
+    )
     from deskpilot._wayland._wlr import (
         WHEEL_STEP,
         WlrootsClient,
@@ -30,6 +40,10 @@ if TYPE_CHECKING:
 _HOME = {
     **dict.fromkeys(("WHEEL_STEP", "WlrootsClient", "WlrOutput", "now_ms", "wlroots_available"), "_wlr"),
     **dict.fromkeys(("XkbKeymap", "utf32_to_keysym"), "_xkb"),
+    **dict.fromkeys(("DBusCallError", "SessionBus", "variant"), "_dbus"),
+    **dict.fromkeys(("WAYLAND_BACKENDS", "wayland_backend"), "_detect"),
+    **dict.fromkeys(("REMOTE_DESKTOP", "MonitorStream", "MutterSession", "acquire_mutter", "pointer_position",
+                     "release_mutter"), "_mutter"),
 }
 
 
@@ -45,11 +59,22 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "REMOTE_DESKTOP",
+    "WAYLAND_BACKENDS",
     "WHEEL_STEP",
+    "DBusCallError",
+    "MonitorStream",
+    "MutterSession",
+    "SessionBus",
     "WlrOutput",
     "WlrootsClient",
     "XkbKeymap",
+    "acquire_mutter",
     "now_ms",
+    "pointer_position",
+    "release_mutter",
     "utf32_to_keysym",
+    "variant",
+    "wayland_backend",
     "wlroots_available",
 ]

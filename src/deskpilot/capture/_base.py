@@ -14,7 +14,16 @@ import numpy.typing as npt
 
 from deskpilot.geometry import Rect
 
-__all__ = ["CaptureBackend", "CursorImage", "CursorKind", "Monitor", "ScalingBackend"]
+__all__ = [
+    "CaptureBackend",
+    "CursorImage",
+    "CursorKind",
+    "DamageBackend",
+    "DamageSourceLike",
+    "Monitor",
+    "PointerBackend",
+    "ScalingBackend",
+]
 
 #: How a cursor image is encoded (see :func:`deskpilot.imaging.composite_cursor`):
 #: ``premultiplied`` / ``straight``: HxWx4 BGRA with alpha;
@@ -74,4 +83,36 @@ class ScalingBackend(CaptureBackend, Protocol):
 
     def grab_scaled(self, rect: Rect, size: tuple[int, int]) -> npt.NDArray[np.uint8]:
         """Pixels of ``rect`` scaled to ``size`` (width, height), HxWx4 BGRA uint8."""
+        ...
+
+
+class DamageSourceLike(Protocol):
+    """Drawing notifications (the agent's ``DamageSource``): ``fileno`` readable when some
+    arrived, ``drain`` how many; ``last_damage`` when the last of them was drained
+    (``time.perf_counter()``, 0.0 before any)."""
+
+    last_damage: float
+
+    def fileno(self) -> int: ...
+    def drain(self) -> int: ...
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class DamageBackend(CaptureBackend, Protocol):
+    """A backend whose frames arrive only when something was drawn (Mutter's screencast):
+    their arrival is the agent's settle signal."""
+
+    def damage_source(self, monitor: int) -> DamageSourceLike:
+        """The drawing notifications of monitor ``monitor`` (1-based)."""
+        ...
+
+
+@runtime_checkable
+class PointerBackend(CaptureBackend, Protocol):
+    """A backend that knows where the pointer is without drawing it (Mutter's cursor
+    metadata): the kill switch's corner reads it."""
+
+    def pointer(self) -> tuple[int, int] | None:
+        """The pointer in physical desktop pixels, None while unknown."""
         ...

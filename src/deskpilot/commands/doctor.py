@@ -67,13 +67,14 @@ def _display_check() -> tuple[CheckResult, bool]:
     return CheckResult("display", "PASS", f"DISPLAY={display}"), True
 
 
-def _screen_check(*, allow_xwayland: bool = False) -> CheckResult:
-    """Whether a capture of the desktop sees the screen: FAIL on Xwayland (a Wayland
-    session: X11 windows only, black elsewhere), WARN when that is allowed."""
+def _screen_check(*, allow_xwayland: bool = False, capture: str = "auto") -> CheckResult:
+    """Whether a capture of the desktop sees the screen: PASS on X11 and on a Wayland session
+    a Wayland backend sees (GNOME: Mutter), FAIL on Xwayland otherwise (X11 windows only,
+    black elsewhere), WARN when that is allowed."""
     try:
         from deskpilot.capture import check_screen_visible
 
-        found = check_screen_visible(allow_xwayland=allow_xwayland)
+        found = check_screen_visible(allow_xwayland=allow_xwayland, capture=capture)
     except Exception as exc:  # ScreenNotVisibleError says what to do; anything else, what broke
         return CheckResult("screen", "FAIL", str(exc))
     return CheckResult("screen", "WARN" if found.allowed else "PASS", found.describe())
@@ -107,6 +108,7 @@ def _capture_check(config: Any) -> CheckResult:
             screen.grab()
             again = (time.perf_counter() - started) * 1000
         finally:
+            backend = screen.backend_name
             screen.close()
     except Exception as exc:
         return CheckResult("capture", "FAIL", f"{type(exc).__name__}: {exc}")
@@ -115,7 +117,7 @@ def _capture_check(config: Any) -> CheckResult:
     return CheckResult(
         "capture",
         "PASS",
-        f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
+        f"{backend} backend; monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
         f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms",
     )
 
@@ -158,11 +160,13 @@ def _input_check(config: Any) -> CheckResult:
             name = hands.backend.name
     except Exception as exc:
         return CheckResult("input", "FAIL", f"{type(exc).__name__}: {exc}")
-    return CheckResult(
-        "input",
-        "PASS",
-        f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}",
-    )
+    detail = f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}"
+    if name == "mutter":
+        # Say exactly what stops a run here: the X11 watchers cannot see Wayland input.
+        detail += ("; kill switch: the fail-safe corner (the pointer sampled from Mutter's stream), Ctrl+C, "
+                   "the panel's stop and the budgets; no hotkey (a Wayland session shows global keys to "
+                   "no client)")
+    return CheckResult("input", "PASS", detail)
 
 
 #: Probe colours for the image check: one is drawn at random per run, so a model that
@@ -402,14 +406,17 @@ def run_checks(
     checks: list[CheckResult] = []
     display, has_display = _display_check()
     checks.append(display)
+    wayland_seen = False
     if has_display or os.environ.get("WAYLAND_DISPLAY"):
         # Without DISPLAY, a Wayland session still gets the line that says what to do.
-        checks.append(_screen_check(allow_xwayland=allow_xwayland))
+        screen = _screen_check(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend)
+        checks.append(screen)
+        wayland_seen = screen.status == "PASS" and screen.detail.startswith("a Wayland session")
     else:
         checks.append(CheckResult("screen", "SKIP", "no display"))
     checks.append(_dpi_check())
     checks.append(_core_check())
-    if has_display:
+    if has_display or wayland_seen:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
     else:
