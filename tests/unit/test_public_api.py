@@ -427,10 +427,11 @@ INTERNAL_INTERFACE: dict[str, set[str]] = {
     "deskpilot.agent": {
         "BUILTIN_SCENARIOS", "DEMO_TEXT", "CapturerScreen", "ConsoleReporter", "NullReporter", "Probe", "Reporter",
         "ThreadBound", "all_scenarios", "ask_for_task", "build_guard", "change_box", "drives_desktop",
-        "expand_rect", "open_damage", "parse_set_option", "registered_sections", "resolve_limits",
-        "resolve_scenario", "run_info", "summarize",
+        "expand_rect", "open_damage", "parse_set_option", "reads_x11_windows", "registered_sections",
+        "resolve_limits", "resolve_scenario", "run_info", "summarize",
     },
     "deskpilot.agent.tools": {"key_names"},
+    "deskpilot.capture": {"DamageBackend", "DamageSourceLike", "PointerBackend", "auto_backend"},
     "deskpilot.eval": {"Progress", "check_platform", "parse_shard"},
     "deskpilot.imaging": {"GradientStops", "Rgba", "action_mark", "env_flag", "reference_kernels_message", "scroll_words"},
     "deskpilot.input": {"SHIFTED_KEYS", "resolve_key"},
