@@ -20,10 +20,11 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "PIL": "replay",
     "mcp": "mcp",
     "ray": "ray",
+    "jeepney": "wayland",
 }
 
 #: The extras that ``agent`` includes (the message names it as an alternative).
-IN_AGENT = ("panel", "replay", "mcp")
+IN_AGENT = ("panel", "replay", "mcp", "wayland")
 
 
 def missing_extra_message(exc: ImportError) -> str | None:

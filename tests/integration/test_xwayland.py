@@ -60,7 +60,8 @@ def assert_refused(proc: subprocess.CompletedProcess[str], display: str) -> None
     err = " ".join(proc.stderr.split())
     assert err.startswith(f"deskpilot: error: DISPLAY={display} is Xwayland (RandR outputs XWAYLAND0)"), err
     assert "black screenshots" in err and "log into an X11 session" in err and "GNOME on Xorg" in err
-    assert "Wayland backends (GNOME/Mutter, then wlroots" in err and "not there yet" in err
+    assert "Wayland backends (GNOME/Mutter, picked by auto" in err and "none answered here" in err
+    assert 'pip install "deskpilot[wayland]"' in err and "--capture wlroots --input wlroots" in err
     assert "--allow-xwayland" in err
 
 

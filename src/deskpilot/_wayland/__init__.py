@@ -18,6 +18,16 @@ on first use: importing ``deskpilot.capture`` loads none of them.
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from deskpilot._wayland._dbus import DBusCallError, SessionBus, variant
+    from deskpilot._wayland._detect import WAYLAND_BACKENDS, wayland_backend
+    from deskpilot._wayland._mutter import (
+        REMOTE_DESKTOP,
+        MonitorStream,
+        MutterSession,
+        acquire_mutter,
+        pointer_position,
+        release_mutter,
+    )
     from deskpilot._wayland._watchdog import WlrootsWatchdog, start_watchdog
     from deskpilot._wayland._wire import Proxy, ShmBuffer
     from deskpilot._wayland._wlr import (
@@ -38,6 +48,10 @@ _HOME = {
     **dict.fromkeys(("WHEEL_STEP", "ZWLR_SCREENCOPY_FRAME_V1", "WlrootsClient", "WlrOutput", "note_pointer", "now_ms",
                      "pointer_of", "wlroots_available"), "_wlr"),
     **dict.fromkeys(("XkbKeymap", "utf32_to_keysym"), "_xkb"),
+    **dict.fromkeys(("DBusCallError", "SessionBus", "variant"), "_dbus"),
+    **dict.fromkeys(("WAYLAND_BACKENDS", "wayland_backend"), "_detect"),
+    **dict.fromkeys(("REMOTE_DESKTOP", "MonitorStream", "MutterSession", "acquire_mutter", "pointer_position",
+                     "release_mutter"), "_mutter"),
 }
 
 
@@ -53,18 +67,29 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "REMOTE_DESKTOP",
+    "WAYLAND_BACKENDS",
     "WHEEL_STEP",
     "ZWLR_SCREENCOPY_FRAME_V1",
+    "DBusCallError",
+    "MonitorStream",
+    "MutterSession",
     "Proxy",
+    "SessionBus",
     "ShmBuffer",
     "WlrOutput",
     "WlrootsClient",
     "WlrootsWatchdog",
     "XkbKeymap",
+    "acquire_mutter",
     "note_pointer",
     "now_ms",
     "pointer_of",
+    "pointer_position",
+    "release_mutter",
     "start_watchdog",
     "utf32_to_keysym",
+    "variant",
+    "wayland_backend",
     "wlroots_available",
 ]

@@ -25,6 +25,7 @@ from deskpilot.agent._run import RunResult, run_agent, run_agent_async
 from deskpilot.agent._run import build_guard as build_guard
 from deskpilot.agent._run import drives_desktop as drives_desktop
 from deskpilot.agent._run import open_damage as open_damage
+from deskpilot.agent._run import reads_x11_windows as reads_x11_windows
 from deskpilot.agent._run import run_info as run_info
 from deskpilot.agent._scenarios import BUILTIN_SCENARIOS as BUILTIN_SCENARIOS
 from deskpilot.agent._scenarios import DEMO_TEXT as DEMO_TEXT

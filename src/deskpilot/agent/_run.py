@@ -64,6 +64,7 @@ __all__ = [
     "build_guard",
     "describe_guard",
     "drives_desktop",
+    "reads_x11_windows",
     "run_agent",
     "run_agent_async",
 ]
@@ -311,7 +312,8 @@ class _Run:
         )
         desktop = watch_desktop if watch_desktop is not None else drives_desktop(hands)
         self.guard = guard = build_guard(
-            config, self.limits.max_steps, desktop=desktop and not config.agent.dry_run, prompt=confirm_prompt
+            config, self.limits.max_steps, desktop=desktop and not config.agent.dry_run, prompt=confirm_prompt,
+            windows=reads_x11_windows(hands),
         )
         if guard is not None:
             self._wire_guard(guard, ctx, hands)
@@ -773,12 +775,22 @@ def drives_desktop(hands: Any) -> bool:
     return isinstance(hands, InputController) and hands.backend.name != "dry"
 
 
+def reads_x11_windows(hands: Any) -> bool:
+    """Whether window rules can read the foreground window through X11: not with Mutter's
+    (GNOME Wayland) hands, whose windows Xwayland does not show (only its own X11 ones):
+    rules then see "no window" rather than a wrong one."""
+    from deskpilot.input import InputController
+
+    return not (isinstance(hands, InputController) and hands.backend.name == "mutter")
+
+
 def _no_desktop() -> Any:
     raise PlatformError("no desktop behind the input (simulated or dry-run): nothing to watch", call="watch")
 
 
 def build_guard(
-    config: AgentConfig, max_steps: int, *, desktop: bool, prompt: ConfirmPrompt | None = None
+    config: AgentConfig, max_steps: int, *, desktop: bool, prompt: ConfirmPrompt | None = None,
+    windows: bool = True,
 ) -> SafetyGuard | None:
     """The run's :class:`SafetyGuard` from ``[policy]``/``[safety]`` (None when disabled).
     ``prompt`` answers confirm questions (default: ask on the terminal).
@@ -796,7 +808,7 @@ def build_guard(
         # The kill switch's budget reads 0 as "the hard cap" (its own vocabulary).
         max_seconds=resolve_limits(config).max_seconds or 0.0,
         watch_backend=None if desktop else _no_desktop,
-        window_reader="auto" if desktop else None,
+        window_reader="auto" if desktop and windows else None,
         prompt=prompt,
     )
 
@@ -839,15 +851,17 @@ def _trip_reason(trip: Trip) -> str:
 def open_damage(config: AgentConfig, screen: Screen) -> tuple[DamageSource | None, str]:
     """The run's drawing notifications for the adaptive settle, and what it settles on.
 
-    X11 DAMAGE where the screen is captured from an X server that has it; screencopy's
-    damage on wlroots (``copy_with_damage``); polling
+    X11 DAMAGE where the screen is captured from an X server that has it; the stream's
+    frames on GNOME Wayland (the mutter backend: a frame is sent only on damage) and
+    screencopy's damage on wlroots (``copy_with_damage``); polling
     probes elsewhere (Windows, macOS, simulated screens), with ``settle_signal = "poll"``
     and whenever the watcher cannot be made (``"damage"`` then is an error)."""
     wanted = config.agent.settle_signal
     if config.agent.settle != "adaptive" or wanted == "poll":
         return None, "poll"
-    if isinstance(screen, CapturerScreen) and screen.backend_name == "wlroots":
-        # wlroots: screencopy's copy_with_damage answers once something was drawn.
+    if isinstance(screen, CapturerScreen) and screen.backend_name in ("mutter", "wlroots"):
+        # Wayland: Mutter sends a stream frame only when something was drawn; wlroots'
+        # screencopy answers copy_with_damage once something was drawn.
         try:
             return screen.backend_damage(), "damage"
         except PlatformError as exc:

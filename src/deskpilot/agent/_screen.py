@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deskpilot import imaging
-from deskpilot.capture import CursorImage, DamageReportingBackend, DamageSource, Frame
+from deskpilot.capture import CursorImage, DamageBackend, DamageSource, Frame
 from deskpilot.geometry import NORM_MAX, Mapping, Rect
 
 __all__ = ["CapturerScreen", "Probe", "Screen", "Shot", "change_box", "expand_rect"]
@@ -145,16 +145,15 @@ class CapturerScreen:
 
     @property
     def backend_name(self) -> str:
-        """The capture backend's name (``mss``, ``gdi``, ``wlroots``)."""
+        """The capture backend's name (``mss``, ``gdi``, ``mutter``, ``wlroots``)."""
         return str(self._capturer.backend.name)
 
     def backend_damage(self) -> DamageSource | None:
         """The capture backend's own drawing notifications for the working area's monitor
-        (wlroots: screencopy's damage), or None where it has none."""
+        (Mutter: a stream frame means something was drawn; wlroots: screencopy's damage),
+        or None where it has none."""
         backend = self._capturer.backend
-        if isinstance(backend, DamageReportingBackend):
-            return backend.damage_source(self._capturer.monitor.index)
-        return None
+        return backend.damage_source(self._capturer.monitor.index) if isinstance(backend, DamageBackend) else None
 
     def probe(self) -> Probe:
         if self._capturer.scaling != "native":

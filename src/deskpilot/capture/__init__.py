@@ -16,12 +16,15 @@ agent and the commands call it before they start, the :class:`Capturer` does not
 
 from deskpilot.capture._base import CaptureBackend, CursorImage, CursorKind, Monitor
 
-# the room's internal interface (ARCHITECTURE.md, "Faces"): for the agent's settle
-from deskpilot.capture._base import DamageReportingBackend as DamageReportingBackend
+# `from ... import name as name`: the room's internal interface (ARCHITECTURE.md, "Faces"),
+# what other rooms of deskpilot import from here; not for users, so not in __all__.
+from deskpilot.capture._base import DamageBackend as DamageBackend
 from deskpilot.capture._base import DamageSource as DamageSource
+from deskpilot.capture._base import PointerBackend as PointerBackend
 from deskpilot.capture._capturer import Capturer, Scaling, make_backend
 from deskpilot.capture._frame import Frame
 from deskpilot.capture._visibility import ScreenVisibility, check_screen_visible
+from deskpilot.capture._visibility import auto_backend as auto_backend
 
 __all__ = [
     "CaptureBackend",

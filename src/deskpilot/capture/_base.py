@@ -19,9 +19,10 @@ __all__ = [
     "CursorDrawingBackend",
     "CursorImage",
     "CursorKind",
-    "DamageReportingBackend",
+    "DamageBackend",
     "DamageSource",
     "Monitor",
+    "PointerBackend",
     "ScalingBackend",
 ]
 
@@ -104,12 +105,12 @@ class DamageSource(Protocol):
 
 
 @runtime_checkable
-class DamageReportingBackend(CaptureBackend, Protocol):
-    """A backend whose compositor says when something was drawn (wlroots' screencopy
-    damage): the settle waits on it instead of polling."""
+class DamageBackend(CaptureBackend, Protocol):
+    """A backend whose compositor says when something was drawn (Mutter's screencast sends
+    a frame only then; wlroots' screencopy damage): the settle waits on it instead of polling."""
 
-    def damage_source(self, monitor: int = 0) -> DamageSource:
-        """Drawing notifications for ``monitor`` (1-based; 0: the whole desktop)."""
+    def damage_source(self, monitor: int) -> DamageSource:
+        """The drawing notifications of monitor ``monitor`` (1-based; 0: the whole desktop)."""
         ...
 
 
@@ -120,4 +121,14 @@ class CursorDrawingBackend(CaptureBackend, Protocol):
 
     def digest_without_cursor(self, bgra: npt.NDArray[np.uint8], area: Rect) -> int:
         """The digest of ``bgra`` (the grab of ``area``) with the drawn pointer kept out."""
+        ...
+
+
+@runtime_checkable
+class PointerBackend(CaptureBackend, Protocol):
+    """A backend that knows where the pointer is without drawing it (Mutter's cursor
+    metadata): the kill switch's corner reads it."""
+
+    def pointer(self) -> tuple[int, int] | None:
+        """The pointer in physical desktop pixels, None while unknown."""
         ...

@@ -35,8 +35,10 @@ from deskpilot.geometry import Rect
 
 __all__ = ["BACKENDS", "Capturer", "Scaling", "make_backend"]
 
-#: Backend names accepted by :class:`Capturer` ("auto": gdi on Windows, mss elsewhere).
-BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss", "wlroots")
+#: Backend names accepted by :class:`Capturer` ("auto": gdi on Windows; on Linux mss where the
+#: X display sees the screen, mutter on a GNOME Wayland session; mss elsewhere; wlroots only
+#: by name).
+BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss", "mutter", "wlroots")
 
 #: ``native``: capture at physical resolution, downscale in deskpilot.imaging (exact area
 #: average, cursor composited first). ``gdi``: let GDI StretchBlt HALFTONE scale, as the
@@ -54,7 +56,18 @@ _POOL_PER_SIZE = 3
 def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
     """Instantiate a capture backend by name (imported on demand)."""
     if name == "auto":
-        name = "gdi" if sys.platform == "win32" else "mss"
+        if sys.platform == "win32":
+            name = "gdi"
+        elif sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+            from deskpilot.capture._visibility import auto_backend
+
+            name = auto_backend("capture")
+        else:
+            name = "mss"
+    if name == "mutter":
+        from deskpilot.capture._mutter import MutterBackend
+
+        return MutterBackend(cursor=cursor)
     if name == "mss":
         from deskpilot.capture._mss import MssBackend
 

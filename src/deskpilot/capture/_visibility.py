@@ -32,12 +32,14 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from deskpilot._errors import CaptureError, PlatformError, ScreenNotVisibleError
 
 __all__ = [
     "ALLOW_XWAYLAND_ENV",
     "ScreenVisibility",
+    "auto_backend",
     "check_screen_visible",
     "classify_x_outputs",
     "wayland_hints",
@@ -48,13 +50,18 @@ ALLOW_XWAYLAND_ENV = "DESKPILOT_ALLOW_XWAYLAND"
 
 _XWAYLAND_OUTPUT = re.compile(r"XWAYLAND\d+")
 
-#: What to do, in every refusal (the Wayland backends are planned, not built).
+#: What to do, in every refusal: the Wayland backends that exist, and the ways around.
 _WHAT_TO_DO = (
-    "deskpilot's Wayland backends (GNOME/Mutter, then wlroots: sway, Hyprland) are not there yet; "
-    'log into an X11 session instead (on GNOME: "GNOME on Xorg" from the gear on the login screen; '
-    'on KDE: "Plasma (X11)"). To drive X11 windows only, knowing the rest of the screen is black, '
-    f"pass --allow-xwayland (or set {ALLOW_XWAYLAND_ENV}=1)."
+    "deskpilot sees a Wayland desktop through its Wayland backends (GNOME/Mutter, picked by auto: "
+    "pip install \"deskpilot[wayland]\", and org.gnome.Mutter.ScreenCast must be on the session bus; "
+    "wlroots: sway, Hyprland, with --capture wlroots --input wlroots), and none answered here; or log "
+    'into an X11 session instead (on GNOME: "GNOME on Xorg" from the gear on the login screen; on KDE: '
+    '"Plasma (X11)"). To drive X11 windows only, knowing the rest of the screen is black, pass '
+    f"--allow-xwayland (or set {ALLOW_XWAYLAND_ENV}=1)."
 )
+
+#: The capture backends that see a Wayland desktop (not through Xwayland).
+_WAYLAND_CAPTURE = ("mutter", "wlroots")
 
 
 @dataclass(frozen=True)
@@ -74,11 +81,17 @@ class ScreenVisibility:
     visible: bool
     allowed: bool
     hints: tuple[str, ...]
+    #: The capture backend that sees this screen ("mutter" on GNOME Wayland; "" where the
+    #: X11 or OS default does).
+    backend: str = ""
 
     def describe(self) -> str:
         """One line for ``doctor`` and logs."""
         if self.server in ("windows", "other", "wlroots"):
             return f"{self.display}: captured directly"
+        if self.server == "wayland":
+            return (f"a Wayland session ({self.display}); capture sees the whole screen through the "
+                    f"{self.backend} backend (Mutter's ScreenCast)")
         outputs = ", ".join(self.outputs) if self.outputs else "none"
         names = {
             "xwayland": "Xwayland (a Wayland session)",
@@ -125,8 +138,41 @@ def _allowed_by_env() -> bool:
     return os.environ.get(ALLOW_XWAYLAND_ENV, "").strip() not in ("", "0")
 
 
-def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = False,
-                         capture: str = "auto") -> ScreenVisibility:
+def _wayland_visibility(display: str, backend: str, hints: tuple[str, ...]) -> ScreenVisibility | None:
+    """The result when ``backend`` (``auto`` or a Wayland backend) sees this Wayland session."""
+    if backend not in ("auto", *_WAYLAND_CAPTURE):
+        return None
+    from deskpilot._wayland import wayland_backend
+
+    found = wayland_backend("capture")
+    if found is None or backend not in ("auto", found):
+        return None
+    return ScreenVisibility(display, "wayland", (), True, False, hints, found)
+
+
+def auto_backend(purpose: Literal["capture", "input"]) -> str:
+    """What ``auto`` means on this Linux/BSD desktop: the X11 backend (``mss`` / ``xtest``)
+    when ``DISPLAY`` is an X server that sees the screen, else the Wayland backend the session
+    offers (``mutter``, ``wlroots``), else the X11 one (whose own errors then say what is wrong)."""
+    x11 = "mss" if purpose == "capture" else "xtest"
+    name = os.environ.get("DISPLAY", "")
+    if name:
+        from deskpilot._x11 import XDisplay
+
+        try:
+            with XDisplay(CaptureError, name) as x:
+                if classify_x_outputs(x.randr_output_names()) != "xwayland":
+                    return x11
+        except PlatformError:
+            pass  # no X server there, or no RandR: ask the Wayland side
+    from deskpilot._wayland import wayland_backend
+
+    return wayland_backend(purpose) or x11
+
+
+def check_screen_visible(
+    display: str | None = None, *, allow_xwayland: bool = False, capture: str = "auto"
+) -> ScreenVisibility:
     """Make sure a capture of the desktop would see the screen; say what was found.
 
     ``display``: the X display to check (default ``$DISPLAY``). Raises
@@ -134,7 +180,8 @@ def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = F
     or when there is no X display but a Wayland one, unless ``allow_xwayland`` or
     ``DESKPILOT_ALLOW_XWAYLAND=1`` allows it (then the result has ``allowed`` set).
     ``capture``: the capture backend the caller will use; ``"wlroots"`` captures the Wayland
-    outputs directly, so nothing is checked.
+    outputs directly, so nothing is checked; with ``auto`` or ``mutter``, a Wayland session
+    whose Mutter ScreenCast answers on the session bus is visible (``server == "wayland"``).
     Raises :class:`CaptureError` when the X display cannot be opened. One X connection,
     four round trips: about a millisecond on a local server.
     """
@@ -148,7 +195,19 @@ def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = F
         return ScreenVisibility(f"WAYLAND_DISPLAY={name} (wlroots screencopy)", "wlroots", (), True, False, hints)
     allowed = allow_xwayland or _allowed_by_env()
     name = display if display is not None else os.environ.get("DISPLAY", "")
+    if capture in _WAYLAND_CAPTURE:
+        # Chosen by name: it sees the screen or nothing does; no X server is asked.
+        seen = _wayland_visibility(name or "no DISPLAY", capture, hints)
+        if seen is None:
+            raise ScreenNotVisibleError(
+                f"the {capture} capture backend was chosen, but Mutter's ScreenCast does not answer on the "
+                f"session bus (is this a GNOME Wayland session, and is jeepney installed: "
+                f'pip install "deskpilot[wayland]"?)', server="wayland", backend=capture)
+        return seen
     if not name:
+        seen = _wayland_visibility("no DISPLAY", capture, hints)
+        if seen is not None:
+            return seen
         if hints and not allowed:
             raise ScreenNotVisibleError(
                 f"this is a Wayland session ({' and '.join(hints)}) without an X display (DISPLAY is not "
@@ -177,6 +236,9 @@ def check_screen_visible(display: str | None = None, *, allow_xwayland: bool = F
     found = tuple(outputs or ())
     if server != "xwayland":
         return ScreenVisibility(name, server, found, True, False, hints)
+    seen = _wayland_visibility(f"Xwayland DISPLAY={name}", capture, hints)
+    if seen is not None:
+        return seen
     if allowed:
         return ScreenVisibility(name, server, found, False, True, hints)
     raise ScreenNotVisibleError(

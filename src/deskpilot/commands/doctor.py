@@ -68,8 +68,15 @@ def _display_check() -> tuple[CheckResult, bool]:
 
 
 def _wlroots_chosen(config: Any) -> bool:
-    """Whether the configured capture or input backend is the wlroots one (sway...)."""
-    return "wlroots" in (config.screen.capture_backend, config.screen.input_backend)
+    """Whether the configured capture or input backend is (or ``auto`` picks) the wlroots one (sway...)."""
+    chosen = (config.screen.capture_backend, config.screen.input_backend)
+    if "wlroots" in chosen:
+        return True
+    if "auto" not in chosen or sys.platform == "win32" or not os.environ.get("WAYLAND_DISPLAY"):
+        return False
+    from deskpilot.capture import auto_backend
+
+    return auto_backend("capture") == "wlroots"
 
 
 def _killswitch_check(config: Any) -> CheckResult | None:
@@ -89,8 +96,9 @@ def _killswitch_check(config: Any) -> CheckResult | None:
 
 
 def _screen_check(*, allow_xwayland: bool = False, capture: str = "auto") -> CheckResult:
-    """Whether a capture of the desktop sees the screen: FAIL on Xwayland (a Wayland
-    session: X11 windows only, black elsewhere), WARN when that is allowed."""
+    """Whether a capture of the desktop sees the screen: PASS on X11 and on a Wayland session
+    a Wayland backend sees (GNOME: Mutter), FAIL on Xwayland otherwise (X11 windows only,
+    black elsewhere), WARN when that is allowed."""
     try:
         from deskpilot.capture import check_screen_visible
 
@@ -128,6 +136,7 @@ def _capture_check(config: Any) -> CheckResult:
             screen.grab()
             again = (time.perf_counter() - started) * 1000
         finally:
+            backend = screen.backend_name
             screen.close()
     except Exception as exc:
         return CheckResult("capture", "FAIL", f"{type(exc).__name__}: {exc}")
@@ -136,7 +145,7 @@ def _capture_check(config: Any) -> CheckResult:
     return CheckResult(
         "capture",
         "PASS",
-        f"monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
+        f"{backend} backend; monitor {config.screen.monitor} {m['physical_size'][0]}x{m['physical_size'][1]} at {tuple(m['origin'])} -> "
         f"{m['image_size'][0]}x{m['image_size'][1]}; first grab {first:.0f} ms, next {again:.1f} ms",
     )
 
@@ -179,11 +188,13 @@ def _input_check(config: Any) -> CheckResult:
             name = hands.backend.name
     except Exception as exc:
         return CheckResult("input", "FAIL", f"{type(exc).__name__}: {exc}")
-    return CheckResult(
-        "input",
-        "PASS",
-        f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}",
-    )
+    detail = f"{name} backend; desktop {desktop.width}x{desktop.height}, pointer at {pos}"
+    if name == "mutter":
+        # Say exactly what stops a run here: the X11 watchers cannot see Wayland input.
+        detail += ("; kill switch: the fail-safe corner (the pointer sampled from Mutter's stream), Ctrl+C, "
+                   "the panel's stop and the budgets; no hotkey (a Wayland session shows global keys to "
+                   "no client)")
+    return CheckResult("input", "PASS", detail)
 
 
 #: Probe colours for the image check: one is drawn at random per run, so a model that
@@ -427,14 +438,17 @@ def run_checks(
         display, has_display = CheckResult("display", "PASS", f"WAYLAND_DISPLAY={os.environ['WAYLAND_DISPLAY']} "
                                      "(wlroots backends)"), True
     checks.append(display)
+    wayland_seen = False
     if has_display or os.environ.get("WAYLAND_DISPLAY"):
         # Without DISPLAY, a Wayland session still gets the line that says what to do.
-        checks.append(_screen_check(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend))
+        screen = _screen_check(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend)
+        checks.append(screen)
+        wayland_seen = screen.status == "PASS" and screen.detail.startswith("a Wayland session")
     else:
         checks.append(CheckResult("screen", "SKIP", "no display"))
     checks.append(_dpi_check())
     checks.append(_core_check())
-    if has_display:
+    if has_display or wayland_seen:
         checks.append(_capture_check(config))
         checks.append(_input_check(config))
         stop = _killswitch_check(config)

@@ -31,7 +31,7 @@ from deskpilot.input._perform import perform
 __all__ = ["BACKENDS", "InputArgumentError", "InputController", "make_backend"]
 
 #: Backend names accepted by :class:`InputController` ("auto" picks per OS).
-BACKENDS: tuple[str, ...] = ("auto", "dry", "sendinput", "wlroots", "xtest")
+BACKENDS: tuple[str, ...] = ("auto", "dry", "mutter", "sendinput", "wlroots", "xtest")
 
 _BUTTONS: tuple[Button, ...] = ("left", "right", "middle")
 
@@ -45,13 +45,21 @@ def make_backend(name: str) -> InputBackend:
         if sys.platform == "win32":
             name = "sendinput"
         elif sys.platform.startswith("linux") or sys.platform.startswith("freebsd"):
-            name = "xtest"
+            # XTest where DISPLAY is an X server that sees the screen; Mutter's RemoteDesktop
+            # on a GNOME Wayland session (XTest would reach Xwayland's windows only).
+            from deskpilot.capture import auto_backend
+
+            name = auto_backend("input")
         else:
             raise InputError(f"no input backend for {sys.platform}: use backend='dry'", platform=sys.platform)
     if name == "dry":
         from deskpilot.input._dry import DryBackend
 
         return DryBackend()
+    if name == "mutter":
+        from deskpilot.input._mutter import MutterInput
+
+        return MutterInput()
     if name == "xtest":
         from deskpilot.input._xtest import XTestBackend
 
@@ -97,8 +105,8 @@ def _button(value: Any) -> Button:
 class InputController:
     """Mouse and keyboard in physical virtual-desktop pixels.
 
-    ``backend`` is ``"auto"`` (SendInput on Windows, XTest on X11), ``"sendinput"``,
-    ``"xtest"``, ``"dry"`` (record only, see :attr:`actions`) or a backend object.
+    ``backend`` is ``"auto"`` (SendInput on Windows, XTest on X11, Mutter's RemoteDesktop on a
+    GNOME Wayland session), ``"sendinput"``, ``"xtest"``, ``"mutter"``, ``"dry"`` (record only, see :attr:`actions`) or a backend object.
     Coordinates outside the desktop are clamped onto its edge.
     """
 

@@ -222,7 +222,7 @@ class Desktop:
     ) -> None:
         import concurrent.futures
 
-        from deskpilot.agent import build_guard, drives_desktop, open_damage
+        from deskpilot.agent import build_guard, drives_desktop, open_damage, reads_x11_windows
         config = self.config
         self._screen_factory = screen_factory or CapturerScreen
         runlog = self.runlog = RunLog.create(
@@ -254,7 +254,8 @@ class Desktop:
         desktop = self.options.watch_desktop if self.options.watch_desktop is not None else drives_desktop(hands)
         limits = resolve_limits(config)
         guard = self.guard = build_guard(
-            config, self.options.max_steps or limits.max_steps, desktop=desktop and not config.agent.dry_run
+            config, self.options.max_steps or limits.max_steps, desktop=desktop and not config.agent.dry_run,
+            windows=reads_x11_windows(hands),
         )
         if guard is not None:
             ctx.policy = guard.check_action

@@ -6,7 +6,8 @@ A :class:`KillSwitch` runs one watcher thread that trips on
   (within ``corner_margin`` pixels). Every position the pointer passes is seen as an
   event (X11: the RECORD extension; Windows: a low-level mouse hook), so a corner
   touched between two of the agent's own moves counts; where events are unavailable the
-  pointer is sampled once per ``poll_interval``. Positions the agent itself moves to are
+  pointer is sampled once per ``poll_interval`` (GNOME on Wayland: from the Mutter
+  streams' cursor metadata, :class:`MutterWatchBackend`, which has no hotkey). Positions the agent itself moves to are
   announced with :meth:`KillSwitch.note_pointer` before it moves, and a position there
   never trips it (the agent may click in a corner); once the pointer has been seen
   there, any other position is the user's again. A pointer that is already in a corner
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_HOTKEY",
     "BudgetExhausted",
     "KillSwitch",
+    "MutterWatchBackend",
     "RunBudget",
     "Trip",
     "WatchBackend",
@@ -443,6 +445,56 @@ class Win32WatchBackend:
                 log.warning("kill switch: %s", exc)
 
 
+class MutterWatchBackend:
+    """GNOME on Wayland: the pointer from the Mutter screencast streams' cursor metadata
+    (the user's moves included), sampled once per poll (no motion events: a corner touched
+    and left between two polls is missed). No hotkey: a Wayland session shows global keys to
+    no client, and Xwayland sees keys only while one of its X11 windows has the focus."""
+
+    def __init__(self) -> None:
+        from deskpilot.capture import DamageBackend, PointerBackend, make_backend
+
+        capture = make_backend("mutter", cursor=False)
+        try:
+            if not isinstance(capture, PointerBackend) or not isinstance(capture, DamageBackend):
+                raise PlatformError("the mutter capture backend reads no pointer", call="watch")
+            # The pointer comes with the frames: connect the streams (the run's capture
+            # shares them).
+            for monitor in capture.monitors():
+                capture.damage_source(monitor.index)
+        except BaseException:
+            capture.close()
+            raise
+        self._capture: PointerBackend = capture
+
+    def bounds(self) -> Rect:
+        monitors = self._capture.monitors()
+        left, top = min(m.rect.left for m in monitors), min(m.rect.top for m in monitors)
+        right, bottom = max(m.rect.right for m in monitors), max(m.rect.bottom for m in monitors)
+        return Rect(left, top, right - left, bottom - top)
+
+    def pointer(self) -> tuple[int, int]:
+        position = self._capture.pointer()
+        if position is None:  # not known yet: a point no corner is near
+            b = self.bounds()
+            return (b.left + b.width // 2, b.top + b.height // 2)
+        return position
+
+    def motions(self) -> list[tuple[int, int]] | None:
+        return None
+
+    def arm_hotkey(self, combo: str) -> None:
+        raise PlatformError(f"hotkey {combo!r}: a Wayland session does not show global keys to deskpilot "
+                            "(use the corner, Ctrl+C or the panel's stop)", combo=combo)
+
+    def wait(self, timeout: float) -> bool:
+        time.sleep(max(timeout, 0.0))
+        return False
+
+    def close(self) -> None:
+        self._capture.close()
+
+
 def default_watch_backend() -> WatchBackend:
     """The backend for this desktop; raises PlatformError when there is none."""
     import os
@@ -450,6 +502,10 @@ def default_watch_backend() -> WatchBackend:
 
     if sys.platform == "win32":
         return Win32WatchBackend()
+    from deskpilot.capture import auto_backend
+
+    if auto_backend("capture") == "mutter":
+        return MutterWatchBackend()
     if not os.environ.get("DISPLAY"):
         if os.environ.get("WAYLAND_DISPLAY"):
             raise PlatformError("the fail-safe corner and the hotkey are not watched on Wayland (no watcher "

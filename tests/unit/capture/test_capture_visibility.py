@@ -5,6 +5,7 @@ and on Xvfb)."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import pytest
 
@@ -66,7 +67,7 @@ def test_a_wayland_session_without_an_x_display_is_refused(monkeypatch: pytest.M
         check_screen_visible()
     text = str(caught.value)
     assert "Wayland session (WAYLAND_DISPLAY=wayland-0) without an X display" in text
-    assert "log into an X11 session" in text and "GNOME/Mutter" in text and "not there yet" in text
+    assert "log into an X11 session" in text and "GNOME/Mutter, picked by auto" in text and "none answered here" in text
     assert caught.value.details["server"] == "wayland"
 
 
@@ -121,3 +122,22 @@ def test_an_explicit_wlroots_capture_is_not_refused(monkeypatch: pytest.MonkeyPa
     found = check_screen_visible(capture="wlroots")
     assert (found.server, found.visible, found.allowed) == ("wlroots", True, False)
     assert found.describe() == "WAYLAND_DISPLAY=wayland-1 (wlroots screencopy): captured directly"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux session bus")
+def test_the_mutter_backend_by_name_needs_mutter_on_the_bus(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    # No session bus at all: nothing answers, so the chosen Wayland backend cannot see.
+    monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    with pytest.raises(ScreenNotVisibleError, match="mutter capture backend was chosen"):
+        check_screen_visible(capture="mutter")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Linux session bus")
+def test_auto_is_the_x11_backend_without_a_wayland_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    from deskpilot.capture._visibility import auto_backend
+
+    for name in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    assert auto_backend("capture") == "mss" and auto_backend("input") == "xtest"
