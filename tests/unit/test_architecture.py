@@ -446,3 +446,13 @@ def test_the_attribute_test_catches_a_probe() -> None:
     )
     found = [(receiver, attribute) for _, receiver, attribute in sorted(_literal_attribute_probes(source))]
     assert found == [("damage", "last_damage"), ("self._backend", "actions"), ("ctx", "policy_async")]
+
+
+def test_test_files_have_unique_names() -> None:
+    """pytest imports test modules by their file name (rootdir-relative, no packages): two
+    ``test_x.py`` in different folders stop the whole collection with an import mismatch."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((UNIT.parent).rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(UNIT.parent)))
+    clashes = {name: where for name, where in names.items() if len(where) > 1}
+    assert not clashes, f"test files with the same name: {clashes}"
