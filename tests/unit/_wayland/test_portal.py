@@ -1,0 +1,35 @@
+"""The portal's restore token on disk: where it is kept, 0600, replaced whole."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from deskpilot._wayland._portal import load_restore_token, restore_token_path, save_restore_token
+
+
+def test_the_token_lives_in_the_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert restore_token_path() == tmp_path / "state" / "deskpilot" / "portal-restore-token"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert restore_token_path() == tmp_path / "home" / ".local" / "state" / "deskpilot" / "portal-restore-token"
+
+
+def test_saved_0600_and_replaced_whole(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    assert load_restore_token() is None
+    save_restore_token("1b4e28ba-2fa1-11d2-883f-0016d3cca427")
+    path = restore_token_path()
+    assert load_restore_token() == "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    inode = path.stat().st_ino
+    save_restore_token("6fa459ea-ee8a-3ca4-894e-db77e160355e")
+    assert load_restore_token() == "6fa459ea-ee8a-3ca4-894e-db77e160355e"
+    # A new file renamed over the old one: a reader sees the old token or the new, never half.
+    assert path.stat().st_ino != inode
+    assert [p.name for p in path.parent.iterdir()] == ["portal-restore-token"]
+    path.write_text("  \n")
+    assert load_restore_token() is None
