@@ -194,3 +194,18 @@ def test_doctor_names_the_portal_and_what_is_missing(approved: None, tmp_path: P
     text = _doctor(tmp_path)
     assert "portal backend (xdg-desktop-portal ScreenCast): not approved yet; run `deskpilot shot " \
            "--capture portal` once" in text, text
+
+
+def test_shot_through_the_portal(approved: None, tmp_path: Path) -> None:
+    """What doctor tells a user to run for the first approval works (named, on GNOME too)."""
+    out = tmp_path / "shot.png"
+    proc = subprocess.run([sys.executable, "-m", "deskpilot", "shot", "--capture", "portal", "--no-cursor",
+                           "--size", "1920x1080", "--out", str(out)], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "portal" in proc.stdout, proc.stdout
+    from PIL import Image
+
+    got = np.asarray(Image.open(out).convert("RGB"))
+    mask = _entry_mask()
+    assert np.array_equal(got[mask], block_colors(WIDTH, HEIGHT)[mask])
