@@ -54,8 +54,8 @@ _XWAYLAND_OUTPUT = re.compile(r"XWAYLAND\d+")
 _WHAT_TO_DO = (
     "deskpilot sees a Wayland desktop through its Wayland backends (GNOME/Mutter, picked by auto: "
     "pip install \"deskpilot[wayland]\", and org.gnome.Mutter.ScreenCast must be on the session bus; "
-    "wlroots: sway, Hyprland; other desktops such as KDE Plasma: the xdg-desktop-portal ScreenCast, "
-    "capture only), and none answered here; or log "
+    "wlroots: sway, Hyprland, with --capture wlroots --input wlroots; other desktops such as KDE "
+    "Plasma: the xdg-desktop-portal ScreenCast, capture only), and none answered here; or log "
     'into an X11 session instead (on GNOME: "GNOME on Xorg" from the gear on the login screen; on KDE: '
     '"Plasma (X11)"). To drive X11 windows only, knowing the rest of the screen is black, pass '
     f"--allow-xwayland (or set {ALLOW_XWAYLAND_ENV}=1)."

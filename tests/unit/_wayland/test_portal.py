@@ -33,3 +33,25 @@ def test_saved_0600_and_replaced_whole(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert [p.name for p in path.parent.iterdir()] == ["portal-restore-token"]
     path.write_text("  \n")
     assert load_restore_token() is None
+
+
+@pytest.mark.parametrize(
+    ("mutter", "wlroots", "portal", "hide", "capture", "input_"),
+    [
+        (True, False, 4, "", "mutter", "mutter"),
+        (False, True, 4, "", "wlroots", "wlroots"),
+        (False, False, 4, "", "portal", None),  # KDE Plasma: capture only
+        (False, False, 3, "", None, None),  # a portal too old to keep the approval
+        (False, False, None, "", None, None),
+        (True, False, 4, "mutter", "portal", None),  # the test-only switch
+    ],
+)
+def test_the_backend_choice(monkeypatch: pytest.MonkeyPatch, mutter: bool, wlroots: bool, portal: int | None,
+                            hide: str, capture: str | None, input_: str | None) -> None:
+    from deskpilot._wayland import _detect, _mutter, _portal, _wlr
+
+    monkeypatch.setattr(_mutter, "mutter_available", lambda **_: mutter)
+    monkeypatch.setattr(_wlr, "wlroots_available", lambda: wlroots)
+    monkeypatch.setattr(_portal, "portal_screencast_version", lambda: portal)
+    monkeypatch.setenv(_detect.HIDE_ENV, hide)
+    assert (_detect.wayland_backend("capture"), _detect.wayland_backend("input")) == (capture, input_)
