@@ -294,8 +294,8 @@ class PipeWireStream:
                     stream = self._pw.pw_stream_new_simple(loop, name.encode(), props, ctypes.byref(self._events),
                                                            None)
                 else:
-                    stream = self._stream_on_fd(loop, remote_fd, name, props)
-                    remote_fd = None  # PipeWire owns it now
+                    fd, remote_fd = remote_fd, None  # _stream_on_fd owns it from here
+                    stream = self._stream_on_fd(loop, fd, name, props)
                 if not stream:
                     raise PlatformError("pw_stream_new_simple failed (is PipeWire running?)",
                                         call="pw_stream_new_simple")
@@ -317,9 +317,11 @@ class PipeWireStream:
             raise
 
     def _stream_on_fd(self, loop: int, remote_fd: int, name: str, props: int) -> int | None:
-        """A stream on a core connected through ``remote_fd`` (called with the loop locked)."""
+        """A stream on a core connected through ``remote_fd`` (called with the loop locked;
+        the fd is PipeWire's once handed to ``pw_context_connect_fd``, whatever it answers)."""
         self._context = self._pw.pw_context_new(loop, None, 0)
         if not self._context:
+            os.close(remote_fd)
             raise PlatformError("pw_context_new failed", call="pw_context_new")
         self._core = self._pw.pw_context_connect_fd(self._context, remote_fd, None, 0)
         if not self._core:
