@@ -215,6 +215,12 @@ def _library() -> ctypes.CDLL:
             "pw_thread_loop_get_loop": (vp, [vp]),
             "pw_properties_new_string": (vp, [ctypes.c_char_p]),
             "pw_stream_new_simple": (vp, [vp, ctypes.c_char_p, vp, ctypes.POINTER(_StreamEvents), vp]),
+            "pw_context_new": (vp, [vp, vp, ctypes.c_size_t]),
+            "pw_context_connect_fd": (vp, [vp, ctypes.c_int, vp, ctypes.c_size_t]),
+            "pw_context_destroy": (None, [vp]),
+            "pw_core_disconnect": (ctypes.c_int, [vp]),
+            "pw_stream_new": (vp, [vp, ctypes.c_char_p, vp]),
+            "pw_stream_add_listener": (None, [vp, vp, ctypes.POINTER(_StreamEvents), vp]),
             "pw_stream_connect": (ctypes.c_int, [vp, ctypes.c_int, u32, ctypes.c_int, ctypes.POINTER(vp), u32]),
             "pw_stream_disconnect": (ctypes.c_int, [vp]),
             "pw_stream_update_params": (ctypes.c_int, [vp, ctypes.POINTER(vp), u32]),
@@ -233,10 +239,13 @@ def _library() -> ctypes.CDLL:
 class PipeWireStream:
     """Frames of one PipeWire video node (a Mutter screencast stream), newest kept.
 
+    ``remote_fd``: a connection to PipeWire to use instead of the default daemon (the
+    xdg-desktop-portal hands one out); the stream owns it from then on (closed with it).
     Raises :class:`PlatformError` when libpipewire is missing or the stream cannot be created.
     """
 
-    def __init__(self, node_id: int, *, name: str = "deskpilot", cursor: bool = False) -> None:
+    def __init__(self, node_id: int, *, name: str = "deskpilot", cursor: bool = False,
+                 remote_fd: int | None = None) -> None:
         self._pw = _library()
         self.node_id = node_id
         #: Ask for the pointer as metadata (the stream recorded with cursor-mode 2).
@@ -268,6 +277,10 @@ class PipeWireStream:
         if not self._loop:
             raise PlatformError("pw_thread_loop_new failed", call="pw_thread_loop_new")
         self._stream: int | None = None
+        self._context: int | None = None
+        self._core: int | None = None
+        # struct spa_hook (six pointers) for pw_stream_add_listener; kept as long as the stream.
+        self._hook = ctypes.create_string_buffer(64)
         self._closed = False
         try:
             if self._pw.pw_thread_loop_start(self._loop) < 0:
@@ -276,8 +289,13 @@ class PipeWireStream:
             try:
                 props = self._pw.pw_properties_new_string(
                     b"media.type=Video media.category=Capture media.role=Screen")
-                stream = self._pw.pw_stream_new_simple(self._pw.pw_thread_loop_get_loop(self._loop),
-                                                       name.encode(), props, ctypes.byref(self._events), None)
+                loop = self._pw.pw_thread_loop_get_loop(self._loop)
+                if remote_fd is None:
+                    stream = self._pw.pw_stream_new_simple(loop, name.encode(), props, ctypes.byref(self._events),
+                                                           None)
+                else:
+                    fd, remote_fd = remote_fd, None  # _stream_on_fd owns it from here
+                    stream = self._stream_on_fd(loop, fd, name, props)
                 if not stream:
                     raise PlatformError("pw_stream_new_simple failed (is PipeWire running?)",
                                         call="pw_stream_new_simple")
@@ -293,8 +311,26 @@ class PipeWireStream:
             finally:
                 self._pw.pw_thread_loop_unlock(self._loop)
         except BaseException:
+            if remote_fd is not None:
+                os.close(remote_fd)
             self.close()
             raise
+
+    def _stream_on_fd(self, loop: int, remote_fd: int, name: str, props: int) -> int | None:
+        """A stream on a core connected through ``remote_fd`` (called with the loop locked;
+        the fd is PipeWire's once handed to ``pw_context_connect_fd``, whatever it answers)."""
+        self._context = self._pw.pw_context_new(loop, None, 0)
+        if not self._context:
+            os.close(remote_fd)
+            raise PlatformError("pw_context_new failed", call="pw_context_new")
+        self._core = self._pw.pw_context_connect_fd(self._context, remote_fd, None, 0)
+        if not self._core:
+            raise PlatformError("pw_context_connect_fd failed: the portal's PipeWire connection was refused",
+                                call="pw_context_connect_fd")
+        stream = self._pw.pw_stream_new(self._core, name.encode(), props)
+        if stream:
+            self._pw.pw_stream_add_listener(stream, ctypes.addressof(self._hook), ctypes.byref(self._events), None)
+        return stream  # type: ignore[no-any-return]
 
     # -- PipeWire's thread ---------------------------------------------------------------
 
@@ -429,7 +465,15 @@ class PipeWireStream:
                 self._pw.pw_stream_disconnect(stream)
                 self._pw.pw_stream_destroy(stream)
                 self._pw.pw_thread_loop_unlock(self._loop)
+            if self._core is not None:
+                self._pw.pw_thread_loop_lock(self._loop)
+                self._pw.pw_core_disconnect(self._core)
+                self._core = None
+                self._pw.pw_thread_loop_unlock(self._loop)
             self._pw.pw_thread_loop_stop(self._loop)
+            if self._context is not None:
+                self._pw.pw_context_destroy(self._context)
+                self._context = None
             self._pw.pw_thread_loop_destroy(self._loop)
             self._loop = None
         for fd in (self._signal_r, self._signal_w):

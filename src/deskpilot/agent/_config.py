@@ -149,7 +149,7 @@ class ScreenSettings:
     monitor: int = setting(1, env="AGENT_MONITOR", minimum=1, help="1-based monitor index")
     cursor: bool = setting(True, env="AGENT_CURSOR", help="draw the pointer into screenshots")
     capture_backend: str = setting("auto", env="AGENT_CAPTURE_BACKEND",
-                                   choices=("auto", "mss", "gdi", "wlroots", "mutter"))
+                                   choices=("auto", "mss", "gdi", "wlroots", "mutter", "portal"))
     input_backend: str = setting(
         "auto", env="AGENT_INPUT_BACKEND", choices=("auto", "sendinput", "xtest", "wlroots", "mutter", "dry")
     )

@@ -36,9 +36,9 @@ from deskpilot.geometry import Rect
 __all__ = ["BACKENDS", "Capturer", "Scaling", "make_backend"]
 
 #: Backend names accepted by :class:`Capturer` ("auto": gdi on Windows; on Linux mss where the
-#: X display sees the screen, mutter on a GNOME Wayland session; mss elsewhere; wlroots only
-#: by name).
-BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss", "mutter", "wlroots")
+#: X display sees the screen, mutter on a GNOME Wayland session, wlroots on sway and the like,
+#: portal (xdg-desktop-portal ScreenCast) on other Wayland desktops; mss elsewhere).
+BACKENDS: tuple[str, ...] = ("auto", "gdi", "mss", "mutter", "portal", "wlroots")
 
 #: ``native``: capture at physical resolution, downscale in deskpilot.imaging (exact area
 #: average, cursor composited first). ``gdi``: let GDI StretchBlt HALFTONE scale, as the
@@ -78,6 +78,10 @@ def make_backend(name: str, *, cursor: bool = True) -> CaptureBackend:
         from deskpilot.capture._gdi import GdiBackend
 
         return GdiBackend()
+    if name == "portal":
+        from deskpilot.capture._portal import PortalBackend
+
+        return PortalBackend(cursor=cursor)
     if name == "wlroots":
         from deskpilot.capture._wlroots import WlrootsBackend
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from deskpilot._errors import CaptureError, PlatformError, ScreenNotVisibleError
+from deskpilot._errors import CaptureError, InputError, PlatformError, ScreenNotVisibleError
 
 __all__ = [
     "ALLOW_XWAYLAND_ENV",
@@ -54,14 +54,19 @@ _XWAYLAND_OUTPUT = re.compile(r"XWAYLAND\d+")
 _WHAT_TO_DO = (
     "deskpilot sees a Wayland desktop through its Wayland backends (GNOME/Mutter, picked by auto: "
     "pip install \"deskpilot[wayland]\", and org.gnome.Mutter.ScreenCast must be on the session bus; "
-    "wlroots: sway, Hyprland, with --capture wlroots --input wlroots), and none answered here; or log "
+    "wlroots: sway, Hyprland, with --capture wlroots --input wlroots; other desktops such as KDE "
+    "Plasma: the xdg-desktop-portal ScreenCast, capture only), and none answered here; or log "
     'into an X11 session instead (on GNOME: "GNOME on Xorg" from the gear on the login screen; on KDE: '
     '"Plasma (X11)"). To drive X11 windows only, knowing the rest of the screen is black, pass '
     f"--allow-xwayland (or set {ALLOW_XWAYLAND_ENV}=1)."
 )
 
 #: The capture backends that see a Wayland desktop (not through Xwayland).
-_WAYLAND_CAPTURE = ("mutter", "wlroots")
+_WAYLAND_CAPTURE = ("mutter", "portal", "wlroots")
+
+#: What must answer on the session bus for a Wayland capture backend, and where it does.
+_ANSWERS = {"mutter": "Mutter's ScreenCast", "portal": "the xdg-desktop-portal ScreenCast (version 4 or later)"}
+_DESKTOPS = {"mutter": "GNOME Wayland", "portal": "Wayland desktop with xdg-desktop-portal and its backend"}
 
 
 @dataclass(frozen=True)
@@ -90,8 +95,9 @@ class ScreenVisibility:
         if self.server in ("windows", "other", "wlroots"):
             return f"{self.display}: captured directly"
         if self.server == "wayland":
+            through = {"mutter": "Mutter's ScreenCast", "portal": "the xdg-desktop-portal ScreenCast"}
             return (f"a Wayland session ({self.display}); capture sees the whole screen through the "
-                    f"{self.backend} backend (Mutter's ScreenCast)")
+                    f"{self.backend} backend ({through.get(self.backend, self.backend)})")
         outputs = ", ".join(self.outputs) if self.outputs else "none"
         names = {
             "xwayland": "Xwayland (a Wayland session)",
@@ -142,9 +148,13 @@ def _wayland_visibility(display: str, backend: str, hints: tuple[str, ...]) -> S
     """The result when ``backend`` (``auto`` or a Wayland backend) sees this Wayland session."""
     if backend not in ("auto", *_WAYLAND_CAPTURE):
         return None
-    from deskpilot._wayland import wayland_backend
+    from deskpilot._wayland import portal_screencast_version, wayland_backend
 
-    found = wayland_backend("capture")
+    if backend == "portal":
+        # Chosen by name: the portal runs on GNOME too, where auto would pick Mutter.
+        found: str | None = "portal" if (portal_screencast_version() or 0) >= 4 else None
+    else:
+        found = wayland_backend("capture")
     if found is None or backend not in ("auto", found):
         return None
     return ScreenVisibility(display, "wayland", (), True, False, hints, found)
@@ -153,7 +163,9 @@ def _wayland_visibility(display: str, backend: str, hints: tuple[str, ...]) -> S
 def auto_backend(purpose: Literal["capture", "input"]) -> str:
     """What ``auto`` means on this Linux/BSD desktop: the X11 backend (``mss`` / ``xtest``)
     when ``DISPLAY`` is an X server that sees the screen, else the Wayland backend the session
-    offers (``mutter``, ``wlroots``), else the X11 one (whose own errors then say what is wrong)."""
+    offers (``mutter``, ``wlroots``; for capture also ``portal``), else the X11 one (whose own
+    errors then say what is wrong). Raises :class:`InputError` for input where only the
+    portal's capture answers (KDE Plasma...): deskpilot has no input there."""
     x11 = "mss" if purpose == "capture" else "xtest"
     name = os.environ.get("DISPLAY", "")
     if name:
@@ -167,7 +179,15 @@ def auto_backend(purpose: Literal["capture", "input"]) -> str:
             pass  # no X server there, or no RandR: ask the Wayland side
     from deskpilot._wayland import wayland_backend
 
-    return wayland_backend(purpose) or x11
+    found = wayland_backend(purpose)
+    if found is None and purpose == "input" and wayland_backend("capture") == "portal":
+        # The screen is seen through the portal, but no Wayland input answers: XTest would
+        # reach Xwayland's windows only, clicking blind on the rest; say so instead.
+        from deskpilot._wayland import PORTAL_INPUT_MISSING
+
+        raise InputError(f"{PORTAL_INPUT_MISSING}; to drive X11 windows only, pass --input xtest",
+                         backend="auto", capture="portal")
+    return found or x11
 
 
 def check_screen_visible(
@@ -200,8 +220,8 @@ def check_screen_visible(
         seen = _wayland_visibility(name or "no DISPLAY", capture, hints)
         if seen is None:
             raise ScreenNotVisibleError(
-                f"the {capture} capture backend was chosen, but Mutter's ScreenCast does not answer on the "
-                f"session bus (is this a GNOME Wayland session, and is jeepney installed: "
+                f"the {capture} capture backend was chosen, but {_ANSWERS[capture]} does not answer on the "
+                f"session bus (is this a {_DESKTOPS[capture]} session, and is jeepney installed: "
                 f'pip install "deskpilot[wayland]"?)', server="wayland", backend=capture)
         return seen
     if not name:

@@ -95,17 +95,36 @@ def _killswitch_check(config: Any) -> CheckResult | None:
     )
 
 
-def _screen_check(*, allow_xwayland: bool = False, capture: str = "auto") -> CheckResult:
+def _screen_check(*, allow_xwayland: bool = False, capture: str = "auto") -> tuple[CheckResult, str]:
     """Whether a capture of the desktop sees the screen: PASS on X11 and on a Wayland session
-    a Wayland backend sees (GNOME: Mutter), FAIL on Xwayland otherwise (X11 windows only,
-    black elsewhere), WARN when that is allowed."""
+    a Wayland backend sees (GNOME: Mutter; sway: wlroots; others: the portal), FAIL on
+    Xwayland otherwise (X11 windows only, black elsewhere), WARN when that is allowed. With
+    the Wayland capture backend that sees it ("" where the X11 or OS default does)."""
     try:
         from deskpilot.capture import check_screen_visible
 
         found = check_screen_visible(allow_xwayland=allow_xwayland, capture=capture)
     except Exception as exc:  # ScreenNotVisibleError says what to do; anything else, what broke
-        return CheckResult("screen", "FAIL", str(exc))
-    return CheckResult("screen", "WARN" if found.allowed else "PASS", found.describe())
+        return CheckResult("screen", "FAIL", str(exc)), ""
+    return CheckResult("screen", "WARN" if found.allowed else "PASS", found.describe()), found.backend
+
+
+def _portal_approval_check() -> CheckResult | None:
+    """The portal capture before its first approval: a grab would open the desktop's
+    screen-sharing dialog and wait for the user, so doctor says what to do instead (None
+    when a restore token is kept: the grab then runs without a dialog)."""
+    from deskpilot._wayland import load_restore_token, restore_token_path
+
+    if load_restore_token() is not None:
+        return None
+    return CheckResult(
+        "capture",
+        "WARN",
+        "portal backend (xdg-desktop-portal ScreenCast): not approved yet; run `deskpilot shot "
+        "--capture portal` once at the desktop and choose the screens to share in its dialog; the "
+        f"approval is kept in {restore_token_path()} (delete it to ask again), later runs start "
+        "without a dialog",
+    )
 
 
 def _dpi_check() -> CheckResult:
@@ -177,8 +196,14 @@ def _core_check() -> CheckResult:
     return CheckResult("imaging core", "WARN", "reference: " + reference_kernels_message(missing))
 
 
-def _input_check(config: Any) -> CheckResult:
+def _input_check(config: Any, capture: str = "") -> CheckResult:
     backend = "dry" if config.agent.dry_run else config.screen.input_backend
+    if capture == "portal" and backend in ("auto", "mutter", "wlroots"):
+        from deskpilot._wayland import PORTAL_INPUT_MISSING, wayland_backend
+
+        if wayland_backend("input") is None:
+            return CheckResult("input", "FAIL", f"{backend}: {PORTAL_INPUT_MISSING}; to drive X11 windows "
+                               "only (through Xwayland), pass --input xtest")
     try:
         from deskpilot.input import InputController
 
@@ -439,9 +464,11 @@ def run_checks(
                                      "(wlroots backends)"), True
     checks.append(display)
     wayland_seen = False
+    wayland_capture = ""
     if has_display or os.environ.get("WAYLAND_DISPLAY"):
         # Without DISPLAY, a Wayland session still gets the line that says what to do.
-        screen = _screen_check(allow_xwayland=allow_xwayland, capture=config.screen.capture_backend)
+        screen, wayland_capture = _screen_check(allow_xwayland=allow_xwayland,
+                                                capture=config.screen.capture_backend)
         checks.append(screen)
         wayland_seen = screen.status == "PASS" and screen.detail.startswith("a Wayland session")
     else:
@@ -449,8 +476,9 @@ def run_checks(
     checks.append(_dpi_check())
     checks.append(_core_check())
     if has_display or wayland_seen:
-        checks.append(_capture_check(config))
-        checks.append(_input_check(config))
+        approval = _portal_approval_check() if wayland_capture == "portal" else None
+        checks.append(approval or _capture_check(config))
+        checks.append(_input_check(config, wayland_capture))
         stop = _killswitch_check(config)
         if stop is not None:
             checks.append(stop)

@@ -73,7 +73,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--monitor", type=int, help="1-based monitor (AGENT_MONITOR)")
     g.add_argument("--dry-run", dest="dry_run", action="store_true", default=None, help="record input actions instead of sending them")
     g.add_argument("--input", dest="input_backend", choices=("auto", "sendinput", "xtest", "wlroots", "mutter", "dry"), help="input backend")
-    g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi", "wlroots", "mutter"), help="capture backend")
+    g.add_argument("--capture", dest="capture_backend", choices=("auto", "mss", "gdi", "wlroots", "mutter", "portal"), help="capture backend")
     add_xwayland_option(g)
     g.add_argument("--no-auto-observe", dest="observe_after_action", action="store_false", default=None,
                    help="seed behaviour: no screenshot after actions until the model asks for one")

@@ -88,7 +88,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--level", type=_level, default=1, help="PNG deflate level 0..9 (default: 1)")
     parser.add_argument("--filter", default="adaptive", choices=PNG_FILTERS, help="PNG row filter (default: adaptive)")
     # --capture, like `deskpilot run --capture`; --backend is the older spelling, kept.
-    parser.add_argument("--capture", "--backend", dest="backend", default="auto", choices=("auto", "mss", "gdi", "wlroots", "mutter"),
+    parser.add_argument("--capture", "--backend", dest="backend", default="auto", choices=("auto", "mss", "gdi", "wlroots", "mutter", "portal"),
                         help="capture backend (same as `run --capture`; --backend is an alias)")
     parser.add_argument(
         "--scaling",
