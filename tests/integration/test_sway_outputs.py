@@ -231,3 +231,26 @@ def test_doctor_says_what_stops_a_run_on_wlroots(sway: SwaySession, env: dict[st
         assert f"PASS {name}" in out, out
     assert "WARN kill switch wlroots: the fail-safe corner and the stop hotkey are not watched" in out, out
     assert "Ctrl+C or SIGTERM" in out and "watchdog" in out, out
+
+
+def test_entry_points_use_wlroots_with_auto_and_refuse_x11_capture(sway: SwaySession, env: dict[str, str],
+                                                                    tmp_path: Path) -> None:
+    """``doctor`` with ``auto`` names the wlroots backends; ``mcp`` and ``panel`` asked to
+    capture through X11 (mss) on this Wayland-only session refuse before they start, saying
+    why, instead of dying later in mss (they used to check ``auto`` whatever was chosen)."""
+    run_env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    run_env.update(env)
+    proc = subprocess.run([sys.executable, "-m", "deskpilot", "doctor", "--no-model"], env=run_env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    out = " ".join(proc.stdout.split())  # rich wraps long lines
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "through the wlroots backend (wlr-screencopy)" in out, out
+    assert "PASS capture wlroots backend" in out and "PASS input wlroots backend" in out, out
+    for command in (["mcp"], ["panel", "--endpoint", "http://127.0.0.1:9/v1", "--no-linger", "a task"]):
+        proc = subprocess.run([sys.executable, "-m", "deskpilot", *command, "--runs-dir", str(tmp_path / "runs"),
+                               "--set", "screen.capture_backend=mss"], env=run_env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+        said = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode != 0, said
+        assert "Wayland session" in said and "Traceback" not in said, said
+    assert not (tmp_path / "runs").exists()  # refused before a run directory

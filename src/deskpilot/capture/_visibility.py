@@ -64,6 +64,10 @@ _WHAT_TO_DO = (
 _WAYLAND_CAPTURE = ("mutter", "wlroots")
 
 
+#: What each Wayland capture backend sees the screen through (``describe``).
+_WAYLAND_SOURCES = {"mutter": "Mutter's ScreenCast", "wlroots": "wlr-screencopy"}
+
+
 @dataclass(frozen=True)
 class ScreenVisibility:
     """What :func:`check_screen_visible` found.
@@ -91,7 +95,7 @@ class ScreenVisibility:
             return f"{self.display}: captured directly"
         if self.server == "wayland":
             return (f"a Wayland session ({self.display}); capture sees the whole screen through the "
-                    f"{self.backend} backend (Mutter's ScreenCast)")
+                    f"{self.backend} backend ({_WAYLAND_SOURCES.get(self.backend, 'the compositor')})")
         outputs = ", ".join(self.outputs) if self.outputs else "none"
         names = {
             "xwayland": "Xwayland (a Wayland session)",
