@@ -151,7 +151,10 @@ def test_what_a_sigkilled_agent_leaves_pressed(sway: SwaySession, env: dict[str,
     # sends nothing else.
     with GtkApp(sway, "pattern") as app:
         killed = _kill_holding("button")
-        app.wait_for(lambda r: r["type"] == "release" and int(r["x"]) == 300, timeout=2.0)
+        # The watchdog is a process of its own that wakes on the holder's death: on a loaded
+        # machine that takes seconds (2 s was exceeded once in 12 loaded module runs); the
+        # latency is printed, not asserted (the tests assert no timings).
+        app.wait_for(lambda r: r["type"] == "release" and int(r["x"]) == 300, timeout=10.0)
         released = time.monotonic() - killed
         print(f"\n[watchdog] the app saw the release {released * 1000:.0f} ms after SIGKILL")
         time.sleep(0.5)  # anything else the watchdog sent would be here by now
