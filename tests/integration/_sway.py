@@ -70,6 +70,7 @@ class GtkApp:
         env.update(session.env())
         env.pop("DISPLAY", None)
         env["GDK_BACKEND"] = "wayland"
+        self.session = session
         self.proc = subprocess.Popen([SYSTEM_PYTHON, str(APP), mode], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, text=True)
         self.records: list[Record] = []
@@ -114,6 +115,43 @@ class GtkApp:
             if self.proc.poll() is not None and self._queue.empty():
                 raise AssertionError(f"the app exited with {self.proc.returncode}; got {self.records[since:]}")
             time.sleep(0.01)
+
+    def pointer_in(self, hands: Any, x: int, y: int, timeout: float = 10.0) -> None:
+        """Return once the compositor routes the pointer to this window (pattern mode): move
+        it to (x, y), a physical point on the window, until the app reports the pointer
+        entered. sway puts a new window under the pointer only when it applies the window's
+        placement, a transaction that waits for the app's next commit (longer on a loaded
+        machine than the app's ``ready`` lead): a click sent before lands on no window."""
+        mark = self.mark()
+        deadline = time.monotonic() + timeout
+        while True:
+            for dx in (1, 0):  # a real motion, whether or not the pointer was at (x, y) already
+                hands.move(x + dx, y)
+            hands.sync()
+            try:
+                self.wait_for(lambda r: r["type"] == "enter", timeout=0.1, since=mark)
+                return
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the pointer at ({x}, {y}) never entered the app's window within "
+                                         f"{timeout:g} s; got {self.since(mark)}; sway's windows: "
+                                         f"{self._windows()}") from None
+
+    def _windows(self) -> list[tuple[Any, ...]]:
+        """Where sway has its outputs and windows (for a failure's message)."""
+        found: list[tuple[Any, ...]] = []
+
+        def walk(node: Record) -> None:
+            if node.get("type") in ("output", "con", "floating_con") and node.get("name") != "__i3":
+                rect = node.get("rect", {})
+                found.append((node.get("type"), node.get("name"), node.get("scale"), node.get("fullscreen_mode"),
+                              node.get("focused"), rect.get("x"), rect.get("y"), rect.get("width"), rect.get("height")))
+            for child in node.get("nodes", []) + node.get("floating_nodes", []):
+                walk(child)
+
+        with contextlib.suppress(Exception):
+            walk(json.loads(self.session.swaymsg("-t", "get_tree")))
+        return found
 
     def text(self, expected: str, timeout: float = 5.0) -> str:
         """Wait until the text view holds ``expected``; the last text seen either way."""

@@ -7,12 +7,14 @@ are not armed on a desktop they cannot see."""
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from _mcp import error_text, meta, png_of, server_command, stdio
 from _mutter_tier import GtkApp, block_colors, started_desktop
 from PIL import Image
 
@@ -84,3 +86,33 @@ def test_single_mode_run_on_gnome(app: GtkApp, tmp_path: Path) -> None:
     assert summary["safety"]["kill_switch"]["corner"].startswith("armed"), summary["safety"]
     assert validate_run_dir(result.run_dir) == []
     assert result.steps == 4 and list(iter_turns(result.run_dir))
+
+
+def test_the_mcp_server_over_stdio_on_gnome(app: GtkApp, tmp_path: Path) -> None:
+    """``deskpilot mcp`` with ``auto`` backends on GNOME, driven by the official SDK client:
+    it starts (not refused as Xwayland), its screenshot is the app's picture, and a click on
+    image pixel (ix, iy) lands on the documented physical pixel."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    client = stdio(server_command(runs))
+    try:
+        shot = client.call("screenshot", {"max_width": 960, "max_height": 540})
+        assert not shot.is_error, shot
+        info = meta(shot)
+        assert info["screen_rect"] == [0, 0, 1920, 1080] and info["image_size"] == [960, 540]
+        seen = np.asarray(Image.open(io.BytesIO(png_of(shot))).convert("RGB")).astype(float)
+        expected = block_colors(1920, 1080).reshape(540, 2, 960, 2, 3).mean(axis=(1, 3))
+        outside_entry = np.ones((540, 960), bool)
+        outside_entry[:60, :350] = False
+        # The picture, not a black frame (but for the cursor the server draws in).
+        assert (np.abs(seen - expected).max(axis=2)[outside_entry] > 1).sum() < 400
+        ix, iy = 611, 377
+        app.drain()
+        result = client.call("click", {"x": ix, "y": iy, "frame": info["frame"], "screenshot_after": False})
+        assert not result.is_error, error_text(result)
+        click = app.wait("click")
+        # Image pixel (ix, iy) of a 960-wide image over 1920 pixels: physical floor((ix + 0.5) * 2).
+        assert (click["button"], click["x"], click["y"]) == (1, math.floor((ix + 0.5) * 2), math.floor((iy + 0.5) * 2))
+    finally:
+        client.close()
+    assert len(list(runs.iterdir())) == 1

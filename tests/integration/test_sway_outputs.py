@@ -43,6 +43,7 @@ def env(sway: SwaySession, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
 def test_the_second_output_is_captured_and_clicked(sway: SwaySession, env: dict[str, str]) -> None:
     sway.swaymsg("focus", "output", "HEADLESS-2")
     with GtkApp(sway, "pattern") as app, InputController("wlroots") as hands:
+        app.pointer_in(hands, 1920 + 100, 200)
         hands.move(100, 100)  # on the other output: headless sway draws its cursor into frames
         hands.sync()
         with Capturer("wlroots", monitor=2, cursor=False) as cap:
@@ -71,6 +72,7 @@ def test_clicks_land_on_the_documented_pixel_at_scale(sway: SwaySession, env: di
             with Capturer("wlroots", cursor=False) as cap:
                 # Screenshot pixels stay physical: 1920x1080 whatever the scale.
                 assert cap.monitor.rect == Rect(0, 0, 1920, 1080) and cap.grab().size == (1920, 1080)
+            app.pointer_in(hands, 1000, 700)
             for x, y in ((0, 0), (1000, 700), (1919, 1079), (333, 777)):
                 mark = app.mark()
                 hands.click(x, y)
@@ -149,13 +151,16 @@ def test_what_a_sigkilled_agent_leaves_pressed(sway: SwaySession, env: dict[str,
     # sends nothing else.
     with GtkApp(sway, "pattern") as app:
         killed = _kill_holding("button")
-        app.wait_for(lambda r: r["type"] == "release" and int(r["x"]) == 300, timeout=2.0)
+        # The watchdog is a process of its own that wakes on the holder's death: on a loaded
+        # machine that takes seconds (2 s was exceeded once in 12 loaded module runs); the
+        # latency is printed, not asserted (the tests assert no timings).
+        app.wait_for(lambda r: r["type"] == "release" and int(r["x"]) == 300, timeout=10.0)
         released = time.monotonic() - killed
         print(f"\n[watchdog] the app saw the release {released * 1000:.0f} ms after SIGKILL")
         time.sleep(0.5)  # anything else the watchdog sent would be here by now
         # The holder's first click (500, 500) went down and up; its press at (300, 300) is
         # released by the watchdog where the pointer is, and that is all.
-        assert [(r["type"], int(r["x"])) for r in app.since(0) if r["type"] != "ready"] == [
+        assert [(r["type"], int(r["x"])) for r in app.since(0) if r["type"] not in ("ready", "enter")] == [
             ("click", 500), ("release", 500), ("click", 300), ("release", 300)]
         mark = app.mark()
         with InputController("wlroots") as hands:
@@ -229,3 +234,26 @@ def test_doctor_says_what_stops_a_run_on_wlroots(sway: SwaySession, env: dict[st
         assert f"PASS {name}" in out, out
     assert "WARN kill switch wlroots: the fail-safe corner and the stop hotkey are not watched" in out, out
     assert "Ctrl+C or SIGTERM" in out and "watchdog" in out, out
+
+
+def test_entry_points_use_wlroots_with_auto_and_refuse_x11_capture(sway: SwaySession, env: dict[str, str],
+                                                                    tmp_path: Path) -> None:
+    """``doctor`` with ``auto`` names the wlroots backends; ``mcp`` and ``panel`` asked to
+    capture through X11 (mss) on this Wayland-only session refuse before they start, saying
+    why, instead of dying later in mss (they used to check ``auto`` whatever was chosen)."""
+    run_env = {k: v for k, v in os.environ.items() if k != "DISPLAY"}
+    run_env.update(env)
+    proc = subprocess.run([sys.executable, "-m", "deskpilot", "doctor", "--no-model"], env=run_env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    out = " ".join(proc.stdout.split())  # rich wraps long lines
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "through the wlroots backend (wlr-screencopy)" in out, out
+    assert "PASS capture wlroots backend" in out and "PASS input wlroots backend" in out, out
+    for command in (["mcp"], ["panel", "--endpoint", "http://127.0.0.1:9/v1", "--no-linger", "a task"]):
+        proc = subprocess.run([sys.executable, "-m", "deskpilot", *command, "--runs-dir", str(tmp_path / "runs"),
+                               "--set", "screen.capture_backend=mss"], env=run_env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
+        said = " ".join((proc.stdout + proc.stderr).split())
+        assert proc.returncode != 0, said
+        assert "Wayland session" in said and "Traceback" not in said, said
+    assert not (tmp_path / "runs").exists()  # refused before a run directory

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,6 +72,7 @@ def test_the_registry_offers_the_wlroots_globals(env: dict[str, str], tmp_path: 
 def test_capture_is_exact_on_a_native_gtk_window(sway: SwaySession, hands: InputController) -> None:
     with GtkApp(sway, "pattern") as app:
         assert (app.ready["width"], app.ready["height"], app.ready["scale"]) == (1920, 1080, 1)
+        app.pointer_in(hands, 1000, 700)  # sway shows the window (its placement applied)
         # Headless sway draws a software cursor into the output's pixels (see
         # test_sway_outputs.py): the pointer goes to the last pixel, its image off the output
         # but for a few pixels of the corner.
@@ -90,6 +92,7 @@ def test_capture_is_exact_on_a_native_gtk_window(sway: SwaySession, hands: Input
 
 def test_clicks_land_on_the_documented_pixel(sway: SwaySession, hands: InputController) -> None:
     with GtkApp(sway, "pattern") as app:
+        app.pointer_in(hands, 1000, 700)
         for point in [(100, 200), (0, 0), (1919, 1079), (777, 333), (1500, 20)]:
             mark = app.mark()
             hands.click(*point)
@@ -109,8 +112,12 @@ def test_scroll_sends_one_step_per_notch(sway: SwaySession, hands: InputControll
             mark = app.mark()
             hands.scroll(900, 500, dy=dy, dx=dx)
             hands.sync()
-            app.wait_for(lambda r: r["type"] == "scroll", since=mark)
-            hands.sync()
+            # Every step the compositor got: a sync reaches sway, not the app, which may
+            # report the last ones later on a loaded machine; then none more may follow.
+            want = abs(dy) + abs(dx)
+            app.wait_for(lambda r, m=mark, n=want: len([s for s in app.since(m) if s["type"] == "scroll"]) >= n,
+                         since=mark)
+            time.sleep(0.2)
             steps = [r for r in app.since(mark) if r["type"] == "scroll"]
             assert len(steps) == abs(dy) + abs(dx), steps
             for step in steps:
@@ -212,6 +219,44 @@ def test_the_agent_runs_on_sway(sway: SwaySession, env: dict[str, str], tmp_path
         with Image.open(result.run_dir / shots[-1]) as last:
             pixels = np.asarray(last.convert("RGB"))
             assert last.size == (960, 540) and pixels.mean() > 100  # the white text view, not black
+
+
+def test_the_mcp_server_over_stdio_on_sway(sway: SwaySession, env: dict[str, str], tmp_path: Path) -> None:
+    """``deskpilot mcp`` with ``auto`` backends on sway (its DISPLAY unset: Wayland only),
+    driven by the official SDK client: it starts, its screenshot is the app's picture, and a
+    click on image pixel (ix, iy) lands on the documented physical pixel."""
+    import io
+    import math
+
+    from _mcp import error_text, meta, png_of, server_command, stdio
+    from PIL import Image
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with GtkApp(sway, "pattern") as app:
+        with InputController("wlroots") as hands:
+            app.pointer_in(hands, 1000, 700)  # sway shows the window (its placement applied)
+        client = stdio(server_command(runs))
+        try:
+            shot = client.call("screenshot", {"max_width": 960, "max_height": 540})
+            assert not shot.is_error, shot
+            info = meta(shot)
+            assert info["screen_rect"] == [0, 0, 1920, 1080] and info["image_size"] == [960, 540]
+            seen = np.asarray(Image.open(io.BytesIO(png_of(shot))).convert("RGB")).astype(float)
+            expected = expected_pattern(1920, 1080).reshape(540, 2, 960, 2, 3).mean(axis=(1, 3))
+            # The picture, not a black frame (but for where sway draws its cursor).
+            assert (np.abs(seen - expected).max(axis=2) > 1).sum() < 400
+            ix, iy = 611, 377
+            mark = app.mark()
+            result = client.call("click", {"x": ix, "y": iy, "frame": info["frame"], "screenshot_after": False})
+            assert not result.is_error, error_text(result)
+            click = app.wait_for(lambda r: r["type"] == "click", since=mark)
+            # Image pixel (ix, iy) of a 960-wide image over 1920 pixels: physical floor((ix + 0.5) * 2).
+            assert (click["button"], int(click["x"]), int(click["y"])) == (
+                1, math.floor((ix + 0.5) * 2), math.floor((iy + 0.5) * 2))
+        finally:
+            client.close()
+    assert len(list(runs.iterdir())) == 1
 
 
 @pytest.mark.parametrize("choice", [[], ["--capture", "wlroots"]], ids=["auto", "wlroots"])

@@ -108,6 +108,13 @@ class MonitorStream:
         x, y = frames.cursor
         return frames.cursor_at, (self.x + x, self.y + y)
 
+    def cursor_log(self) -> list[tuple[float, tuple[int, int]]]:
+        """The newest metadata updates as (when received, physical position), oldest first."""
+        frames = self._frames
+        if frames is None:
+            return []
+        return [(at, (self.x + x, self.y + y)) for at, (x, y) in list(frames.cursor_log)]
+
     def close(self) -> None:
         with self._lock:
             if self._frames is not None:
@@ -297,19 +304,54 @@ def pointer_position(*sessions: MutterSession) -> tuple[int, int] | None:
     with _shared_lock:
         candidates = {id(s): s for s in (*sessions, *(held for held, _ in _shared.values()))}
     seen: list[tuple[float, tuple[int, int]]] = []
+    moved = _pointer[0]
+    now = time.monotonic()
     for session in candidates.values():
         for stream in session.streams:
-            found = stream.cursor()
-            if found is None:
-                continue
-            x, y = found[1]
-            if any(s.x <= x < s.x + s.width and s.y <= y < s.y + s.height for s in session.streams):
+            log = [(at, (x, y)) for at, (x, y) in stream.cursor_log()
+                   if any(s.x <= x < s.x + s.width and s.y <= y < s.y + s.height for s in session.streams)]
+            found = newest_pointer_update(log, moved, now)
+            if found is not None:
                 seen.append(found)
     # The newer of the two: metadata arrives a frame after a motion we sent, and a position
     # the user moved to after ours arrives as metadata only.
-    if _pointer[0] is not None:
-        seen.append(_pointer[0])
+    if moved is not None:
+        seen.append(moved)
     return max(seen)[1] if seen else None
+
+
+#: Pixels a stream's pointer may differ from the motion sent (scaled monitors round).
+_POINTER_SLACK = 2
+#: Seconds after a motion we sent in which metadata counts only once it has shown that
+#: motion: past them, a user's move that Mutter coalesced with ours still counts.
+_CATCH_UP = 1.0
+
+
+def newest_pointer_update(log: list[tuple[float, tuple[int, int]]], moved: tuple[float, tuple[int, int]] | None,
+                          now: float) -> tuple[float, tuple[int, int]] | None:
+    """The newest of a stream's metadata updates ``log`` ((when received, position), oldest
+    first) that is newer than the motion ``moved`` this process sent, or the newest update
+    where none is; None for an empty log.
+
+    Metadata is stamped when it arrives, and a frame Mutter made before our motion can
+    arrive after it on a loaded machine, carrying the old position: an update received
+    after ``moved`` counts only from the first one that shows the motion's position (the
+    stream caught up; the user's later moves come after it), or once ``_CATCH_UP`` seconds
+    have passed since the motion."""
+    if not log:
+        return None
+    if moved is None:
+        return log[-1]
+    sent_at, (mx, my) = moved
+    after = [entry for entry in log if entry[0] >= sent_at]
+    if not after:
+        return log[-1]  # older than our motion: the caller takes ours
+    for _at, (x, y) in after:
+        if abs(x - mx) <= _POINTER_SLACK and abs(y - my) <= _POINTER_SLACK:
+            return after[-1]  # caught up: everything from there on is newer than ours
+    if now - sent_at > _CATCH_UP:
+        return after[-1]
+    return None  # only frames made before our motion so far: the caller takes ours
 
 
 def release_mutter(session: MutterSession) -> None:

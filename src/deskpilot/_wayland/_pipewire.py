@@ -16,6 +16,7 @@ Struct layouts are x86-64/aarch64 (LP64): pw_buffer 32 bytes, spa_buffer 24, spa
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import os
@@ -253,6 +254,9 @@ class PipeWireStream:
         #: The pointer in this stream's frame pixels as the newest metadata said, and when.
         self.cursor: tuple[int, int] | None = None
         self.cursor_at = 0.0
+        #: The newest (when, position) metadata updates, oldest first: which came after a
+        #: motion this process sent is decided against them (``pointer_position``).
+        self.cursor_log: collections.deque[tuple[float, tuple[int, int]]] = collections.deque(maxlen=64)
         self._lock = threading.Lock()
         self._buffers: list[Pixels] = []
         self._newest = -1  # index into _buffers, -1 before the first frame
@@ -377,6 +381,7 @@ class PipeWireStream:
                     if cursor.id != 0:
                         self.cursor = (int(cursor.x), int(cursor.y))
                         self.cursor_at = time.monotonic()
+                        self.cursor_log.append((self.cursor_at, self.cursor))
             if spa.n_datas < 1:
                 return
             data = spa.datas[0]

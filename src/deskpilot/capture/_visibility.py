@@ -69,6 +69,14 @@ _ANSWERS = {"mutter": "Mutter's ScreenCast", "portal": "the xdg-desktop-portal S
 _DESKTOPS = {"mutter": "GNOME Wayland", "portal": "Wayland desktop with xdg-desktop-portal and its backend"}
 
 
+#: What each Wayland capture backend sees the screen through (``describe``).
+_WAYLAND_SOURCES = {
+    "mutter": "Mutter's ScreenCast",
+    "portal": "the xdg-desktop-portal ScreenCast",
+    "wlroots": "wlr-screencopy",
+}
+
+
 @dataclass(frozen=True)
 class ScreenVisibility:
     """What :func:`check_screen_visible` found.
@@ -95,9 +103,8 @@ class ScreenVisibility:
         if self.server in ("windows", "other", "wlroots"):
             return f"{self.display}: captured directly"
         if self.server == "wayland":
-            through = {"mutter": "Mutter's ScreenCast", "portal": "the xdg-desktop-portal ScreenCast"}
             return (f"a Wayland session ({self.display}); capture sees the whole screen through the "
-                    f"{self.backend} backend ({through.get(self.backend, self.backend)})")
+                    f"{self.backend} backend ({_WAYLAND_SOURCES.get(self.backend, 'the compositor')})")
         outputs = ", ".join(self.outputs) if self.outputs else "none"
         names = {
             "xwayland": "Xwayland (a Wayland session)",

@@ -80,8 +80,6 @@ def handle(args: argparse.Namespace) -> int:
     from deskpilot.commands.run import config_from_args
     from deskpilot.rundir import dumps_json
 
-    # Before the panel serves anything: its live view must never show a black desktop.
-    check_screen_visible(allow_xwayland=args.allow_xwayland)
     task = " ".join(args.task).strip()
     extra: dict[str, Any] = {k: v for k, v in flags(args).items() if v is not None}
     extra["agent.mode"] = "stateless"
@@ -91,6 +89,9 @@ def handle(args: argparse.Namespace) -> int:
     )
     extra.setdefault("stateless.panel_linger", linger)
     config = config_from_args(args, extra)
+    # Before the panel serves anything: its live view must never show a black desktop
+    # (checked for the capture backend the run will use: auto, mutter, wlroots, mss).
+    check_screen_visible(allow_xwayland=args.allow_xwayland, capture=config.screen.capture_backend)
     if not task and config.sources.get("stateless.boot_enabled") == "default":
         # No task: like the seed with BOOT_ENABLED = False, the run starts from an injection.
         config = config_from_args(args, {**extra, "stateless.boot_enabled": False})

@@ -155,8 +155,23 @@ def _fit(width: int, height: int, box: tuple[int, int]) -> tuple[int, int]:
     return max(1, round(width * scale)), max(1, round(height * scale))
 
 
-def read_layout() -> tuple[tuple[int, int, int, int], ...]:
-    """The monitors as the OS reports them now (a fresh connection: mss caches its list)."""
+#: Capture backends that see the compositor's own monitors, not the X server's (on a Wayland
+#: session there may be no X display, or an Xwayland one with its own, logical, layout).
+_WAYLAND_CAPTURE = ("mutter", "wlroots")
+
+
+def read_layout(backend: str = "mss") -> tuple[tuple[int, int, int, int], ...]:
+    """The monitors as the capture backend named ``backend`` sees them now: through mss, a
+    fresh connection (mss caches its list); on Wayland, the compositor's (a wlroots
+    connection of its own; Mutter's session, shared with the screen's capture)."""
+    if backend in _WAYLAND_CAPTURE:
+        from deskpilot.capture import make_backend
+
+        found = make_backend(backend, cursor=False)
+        try:
+            return tuple(m.rect.as_tuple() for m in found.monitors())
+        finally:
+            found.close()
     import mss
 
     with mss.MSS() as sct:
@@ -236,9 +251,15 @@ class Desktop:
 
             self.options.extra_info["dpi_awareness"] = ensure_dpi_awareness().as_dict()
         stack.push_async_callback(self._close_screen)
-        self._read_layout = self.options.layout_reader or read_layout
-        self.layout = await self.capture.call(self._read_layout)
         screen = await self.capture.call(lambda: self._make_screen(None, self.options.max_image))
+        # The layout as the chosen capture backend sees it (``auto`` resolved: mss, mutter...).
+        backend = config.screen.capture_backend
+        if backend == "auto" and self.options.layout_reader is None and sys.platform != "win32":
+            from deskpilot.capture import auto_backend
+
+            backend = auto_backend("capture")
+        self._read_layout = self.options.layout_reader or (lambda: read_layout(backend))
+        self.layout = await self.capture.call(self._read_layout)
         executor = self._input = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="deskpilot-input")
         stack.push_async_callback(self._release_input)
         loop = asyncio.get_running_loop()

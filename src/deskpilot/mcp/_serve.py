@@ -47,15 +47,16 @@ class ServeOptions:
     allow_xwayland: bool = False
 
 
-def check_display(*, allow_xwayland: bool = False) -> None:
+def check_display(*, allow_xwayland: bool = False, capture: str = "auto") -> None:
     """Refuse to start where capture would show a client black screenshots: an X display
     that is Xwayland sees only X11 windows (:func:`deskpilot.capture.check_screen_visible`
     raises :class:`~deskpilot.errors.ScreenNotVisibleError` saying what to do). The one
     place start-up checks the display; a dry run shows the screen too, so it is checked
-    as well."""
+    as well. ``capture``: the capture backend the session will use (``auto`` sees a GNOME
+    or wlroots Wayland session through its own backend; ``mss`` on one is refused)."""
     from deskpilot.capture import check_screen_visible
 
-    check_screen_visible(allow_xwayland=allow_xwayland)
+    check_screen_visible(allow_xwayland=allow_xwayland, capture=capture)
 
 
 def serve(
@@ -66,7 +67,7 @@ def serve(
     stderr: TextIO | None = None,
 ) -> int:
     """Serve until the client goes; 0 when the session ended normally."""
-    check_display(allow_xwayland=options.allow_xwayland)
+    check_display(allow_xwayland=options.allow_xwayland, capture=config.screen.capture_backend)
     out = stderr or sys.stderr
     access = None
     if options.transport == "http":

@@ -9,7 +9,9 @@ every button press and scroll is reported. ``text``: a text view with the focus;
 change of its text is reported. Prints one JSON line ``{"type": "ready", "width": W,
 "height": H, "scale": S}`` (logical size, GDK's integer scale) once drawn, then one line
 per event: ``{"type": "click", "x": X, "y": Y, "button": N}`` (logical window
-coordinates; ``release`` alike), ``{"type": "scroll", "dx": DX, "dy": DY}``, ``{"type": "text", "text": T}``.
+coordinates; ``release`` alike), ``{"type": "scroll", "dx": DX, "dy": DY}``, ``{"type": "text", "text": T}``,
+and in pattern mode ``{"type": "enter", "x": X, "y": Y}`` at the first pointer motion over the
+window (the compositor routes pointer input to it from then on).
 """
 
 from __future__ import annotations
@@ -101,6 +103,17 @@ def main() -> None:
         box.connect("button-press-event", press)
         box.connect("button-release-event", release)
         box.connect("scroll-event", scroll)
+        box.add_events(Gdk.EventMask.POINTER_MOTION_MASK)
+        entered = {"seen": False}
+
+        def motion(_widget: Gtk.Widget, event: Gdk.EventMotion) -> bool:
+            # The first motion only: the pointer is routed here from now on.
+            if not entered["seen"]:
+                entered["seen"] = True
+                emit(type="enter", x=event.x, y=event.y)
+            return False
+
+        box.connect("motion-notify-event", motion)
         window.add(box)
     else:
         view = Gtk.TextView()
