@@ -16,6 +16,8 @@ arrow); before any metadata, where the Mutter input of this process last put it.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +33,7 @@ from deskpilot._wayland import (
 from deskpilot.capture._base import CursorImage, Monitor
 from deskpilot.geometry import Rect
 
-__all__ = ["ARROW_CURSOR", "MutterBackend", "MutterDamage"]
+__all__ = ["ARROW_CURSOR", "MutterBackend", "StreamDamage", "stream_index", "stream_view"]
 
 Pixels = npt.NDArray[np.uint8]
 
@@ -75,14 +77,34 @@ def _arrow_pixels() -> Pixels:
 ARROW_CURSOR: Pixels = _arrow_pixels()
 
 
-class MutterDamage:
-    """The frames of one monitor's stream as drawing notifications
-    (:class:`deskpilot.agent._settle.DamageSource`): Mutter sends a frame only when
-    something on that monitor was drawn. The pointer is not in the frames, so its moves
-    do not count."""
+class _Frames(Protocol):
+    def fileno(self) -> int: ...
+    def drain(self) -> int: ...
 
-    def __init__(self, backend: MutterBackend, monitor: int) -> None:
-        self._frames = backend._stream(monitor).frames()
+
+class _Stream(Protocol):
+    """One monitor's PipeWire stream, as Mutter's and the portal's sessions describe it."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+    def frames(self) -> PipeWireFrames: ...
+
+
+class PipeWireFrames(_Frames, Protocol):
+    def latest(self) -> Pixels: ...
+
+
+class StreamDamage:
+    """The frames of one monitor's PipeWire stream as drawing notifications
+    (:class:`~deskpilot.capture.DamageSource`): Mutter (directly or behind the ScreenCast
+    portal) sends a frame only when something on that monitor was drawn. With the pointer
+    sent as metadata, its moves do not count."""
+
+    def __init__(self, frames: _Frames) -> None:
+        self._frames = frames
         #: When frames were last drained (time.perf_counter(); 0.0 before any).
         self.last_damage = 0.0
 
@@ -97,6 +119,30 @@ class MutterDamage:
 
     def close(self) -> None:
         """Nothing of its own to release: the stream belongs to the backend."""
+
+
+def stream_index(streams: Sequence[_Stream], rect: Rect, what: str) -> int:
+    """The 1-based index of the stream whose monitor contains ``rect`` whole (PipeWire
+    streams one monitor each); ``what`` names them in the error."""
+    for i, s in enumerate(streams, start=1):
+        if s.x <= rect.left and s.y <= rect.top and rect.right <= s.x + s.width \
+                and rect.bottom <= s.y + s.height:
+            return i
+    raise CaptureError(f"{rect.as_tuple()} is not inside one {what}", rect=list(rect.as_tuple()))
+
+
+def stream_view(stream: _Stream, rect: Rect, name: str) -> Pixels:
+    """``rect`` (physical desktop pixels, inside ``stream``'s monitor) of the stream's newest
+    frame, as a view; refused when the frame no longer has the monitor's size."""
+    frame = stream.frames().latest()
+    if frame.shape[:2] != (stream.height, stream.width):
+        raise CaptureError(
+            f"the {name} stream is {frame.shape[1]}x{frame.shape[0]}, its monitor "
+            f"{stream.width}x{stream.height}: the display configuration changed; open a new capturer",
+            stream=name)
+    x, y = rect.left - stream.x, rect.top - stream.y
+    view: Pixels = frame[y : y + rect.height, x : x + rect.width]
+    return view
 
 
 class MutterBackend:
@@ -140,29 +186,16 @@ class MutterBackend:
 
     def monitor_of(self, rect: Rect) -> int:
         """The 1-based index of the monitor that contains ``rect`` whole."""
-        for i, s in enumerate(self._session.streams, start=1):
-            if s.x <= rect.left and s.y <= rect.top and rect.right <= s.x + s.width \
-                    and rect.bottom <= s.y + s.height:
-                return i
-        raise CaptureError(f"{rect.as_tuple()} is not inside one monitor: Mutter streams one monitor each",
-                           rect=list(rect.as_tuple()))
+        return stream_index(self._session.streams, rect, "monitor: Mutter streams one monitor each")
 
     def grab_bgra(self, rect: Rect) -> Pixels:
         self._check_open()
         stream = self._session.streams[self.monitor_of(rect) - 1]
-        frame = stream.frames().latest()
-        if frame.shape[:2] != (stream.height, stream.width):
-            raise CaptureError(
-                f"the {stream.connector} stream is {frame.shape[1]}x{frame.shape[0]}, its monitor "
-                f"{stream.width}x{stream.height}: the display configuration changed; open a new capturer",
-                connector=stream.connector)
-        x, y = rect.left - stream.x, rect.top - stream.y
-        view: Pixels = frame[y : y + rect.height, x : x + rect.width]
-        return view
+        return stream_view(stream, rect, stream.connector)
 
-    def damage_source(self, monitor: int) -> MutterDamage:
+    def damage_source(self, monitor: int) -> StreamDamage:
         """The drawing notifications of monitor ``monitor`` (1-based) for the agent's settle."""
-        return MutterDamage(self, monitor)
+        return StreamDamage(self._stream(monitor).frames())
 
     def pointer(self) -> tuple[int, int] | None:
         """Where the pointer is: the newest position the streams' metadata gave (the user's

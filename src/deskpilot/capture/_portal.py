@@ -11,43 +11,19 @@ Mutter backend does), else it is drawn into the frames by the compositor.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import numpy.typing as npt
 
 from deskpilot._errors import CaptureError
 from deskpilot._wayland import APPROVAL_TIMEOUT, PortalScreenCast, PortalStream
 from deskpilot.capture._base import CursorImage, Monitor
-from deskpilot.capture._mutter import ARROW_CURSOR
+from deskpilot.capture._mutter import ARROW_CURSOR, StreamDamage, stream_index, stream_view
 from deskpilot.geometry import Rect
 
-__all__ = ["PortalBackend", "PortalDamage"]
+__all__ = ["PortalBackend"]
 
 Pixels = npt.NDArray[np.uint8]
 _CURSOR_METADATA = 4
-
-
-class PortalDamage:
-    """The frames of one shared monitor as drawing notifications (a
-    :class:`~deskpilot.capture.DamageSource`)."""
-
-    def __init__(self, backend: PortalBackend, monitor: int) -> None:
-        self._frames = backend._stream(monitor).frames()
-        #: When frames were last drained (time.perf_counter(); 0.0 before any).
-        self.last_damage = 0.0
-
-    def fileno(self) -> int:
-        return self._frames.fileno()
-
-    def drain(self) -> int:
-        count = self._frames.drain()
-        if count:
-            self.last_damage = time.perf_counter()
-        return count
-
-    def close(self) -> None:
-        """Nothing of its own to release: the stream belongs to the backend."""
 
 
 class PortalBackend:
@@ -90,27 +66,16 @@ class PortalBackend:
 
     def monitor_of(self, rect: Rect) -> int:
         """The 1-based index of the shared monitor that contains ``rect`` whole."""
-        for i, s in enumerate(self._session.streams, start=1):
-            if s.x <= rect.left and s.y <= rect.top and rect.right <= s.x + s.width \
-                    and rect.bottom <= s.y + s.height:
-                return i
-        raise CaptureError(f"{rect.as_tuple()} is not inside one shared monitor", rect=list(rect.as_tuple()))
+        return stream_index(self._session.streams, rect, "shared monitor")
 
     def grab_bgra(self, rect: Rect) -> Pixels:
         self._check_open()
         stream = self._session.streams[self.monitor_of(rect) - 1]
-        frame = stream.frames().latest()
-        if frame.shape[:2] != (stream.height, stream.width):
-            raise CaptureError(
-                f"the portal stream is {frame.shape[1]}x{frame.shape[0]}, its monitor {stream.width}x"
-                f"{stream.height}: the display configuration changed; open a new capturer", node=stream.node_id)
-        x, y = rect.left - stream.x, rect.top - stream.y
-        view: Pixels = frame[y : y + rect.height, x : x + rect.width]
-        return view
+        return stream_view(stream, rect, f"portal node {stream.node_id}")
 
-    def damage_source(self, monitor: int) -> PortalDamage:
+    def damage_source(self, monitor: int) -> StreamDamage:
         """The drawing notifications of monitor ``monitor`` (1-based) for the agent's settle."""
-        return PortalDamage(self, monitor)
+        return StreamDamage(self._stream(monitor).frames())
 
     def pointer(self) -> tuple[int, int] | None:
         """Where the pointer is as the newest stream metadata said (None before any, or when the
