@@ -16,7 +16,6 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskpilot._errors import PlatformError
+from deskpilot.testing._weston import stop_process_group
 
 __all__ = ["MutterDesktop", "mutter_desktop", "set_monitor_scale"]
 
@@ -74,19 +74,6 @@ def _tail(path: Path, lines: int = 8) -> str:
 
 def _missing() -> list[str]:
     return [p for p in ("mutter", "pipewire", "wireplumber", "dbus-daemon") if shutil.which(p) is None]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-    # Each was started in its own group: what it spawned (Xwayland, gvfsd...) goes with it.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 @contextlib.contextmanager
@@ -184,7 +171,7 @@ def mutter_desktop(
         yield MutterDesktop(socket, runtime, bus_address, home, display, log, tuple(monitors))
     finally:
         for proc in reversed(procs):  # mutter first, the bus last
-            _stop(proc)
+            stop_process_group(proc)
         shutil.rmtree(runtime, ignore_errors=True)
 
 

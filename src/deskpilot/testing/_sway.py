@@ -17,7 +17,6 @@ import contextlib
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from deskpilot._errors import PlatformError
+from deskpilot.testing._weston import stop_process_group
 
 __all__ = ["SwaySession", "sway_session"]
 
@@ -177,12 +177,5 @@ def sway_session(size: tuple[int, int] = (1920, 1080), *, outputs: int = 1,
                 time.sleep(0.05)
         yield session
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
         shutil.rmtree(runtime, ignore_errors=True)

@@ -52,6 +52,21 @@ class WestonSession:
         }
 
 
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a compositor (or a daemon of its session) started in its own process group:
+    SIGTERM and a wait, SIGKILL if it hangs, then SIGKILL to what is left of its group
+    (Xwayland, portal helpers...)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 def _ensure_x11_socket_dir() -> None:
     if X11_SOCKET_DIR.is_dir():
         return
@@ -121,12 +136,5 @@ def weston_xwayland(size: tuple[int, int] = (1280, 720), *, timeout: float = 30.
     finally:
         # weston first: it stops and reaps its clients (Xwayland included) and removes its
         # X lock file; whatever of its group is left after that is killed.
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop_process_group(proc)
         shutil.rmtree(runtime, ignore_errors=True)
