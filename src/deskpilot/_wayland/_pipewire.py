@@ -52,6 +52,9 @@ SPA_VIDEO_FORMAT_BGRX, SPA_VIDEO_FORMAT_BGRA = 8, 12
 _PW_DIRECTION_INPUT = 0
 _PW_STREAM_FLAG_AUTOCONNECT, _PW_STREAM_FLAG_MAP_BUFFERS = 1 << 0, 1 << 2
 _PW_STREAM_STATE_ERROR = -1
+#: Seconds a stream may send buffers without pixels before its first frame is asked for
+#: again (wait_first_frame); Mutter's first buffer normally is its first frame.
+_PIXELS_AFTER_BUFFER = 1.0
 
 
 def _pad8(data: bytes) -> bytes:
@@ -267,6 +270,9 @@ class PipeWireStream:
         self.copy_seconds = 0.0  # spent comparing and copying frames on PipeWire's thread
         self.last_frame_at = 0.0  # time.monotonic() of the newest frame
         self.error: str | None = None
+        #: Times the first frame was asked for again by linking anew (wait_first_frame).
+        self.reconnects = 0
+        self._first_buffer_at = 0.0  # monotonic time of the first buffer since (re)connecting
         self._frame_arrived = threading.Condition(self._lock)
         self._signal_r, self._signal_w = os.pipe()
         os.set_blocking(self._signal_r, False)
@@ -304,14 +310,7 @@ class PipeWireStream:
                     raise PlatformError("pw_stream_new_simple failed (is PipeWire running?)",
                                         call="pw_stream_new_simple")
                 self._stream = stream
-                pod = ctypes.create_string_buffer(enum_format_pod())
-                params = (ctypes.c_void_p * 1)(ctypes.addressof(pod))
-                rc = self._pw.pw_stream_connect(stream, _PW_DIRECTION_INPUT, node_id,
-                                                _PW_STREAM_FLAG_AUTOCONNECT | _PW_STREAM_FLAG_MAP_BUFFERS,
-                                                params, 1)
-                if rc < 0:
-                    raise PlatformError(f"pw_stream_connect to node {node_id} failed ({rc})",
-                                        call="pw_stream_connect")
+                self._connect()
             finally:
                 self._pw.pw_thread_loop_unlock(self._loop)
         except BaseException:
@@ -319,6 +318,31 @@ class PipeWireStream:
                 os.close(remote_fd)
             self.close()
             raise
+
+    def _connect(self) -> None:
+        """pw_stream_connect to the node (called with the loop locked)."""
+        pod = ctypes.create_string_buffer(enum_format_pod())
+        params = (ctypes.c_void_p * 1)(ctypes.addressof(pod))
+        rc = self._pw.pw_stream_connect(self._stream, _PW_DIRECTION_INPUT, self.node_id,
+                                        _PW_STREAM_FLAG_AUTOCONNECT | _PW_STREAM_FLAG_MAP_BUFFERS, params, 1)
+        if rc < 0:
+            raise PlatformError(f"pw_stream_connect to node {self.node_id} failed ({rc})",
+                                call="pw_stream_connect")
+
+    def _reconnect(self) -> None:
+        """Link the stream to its node again: the producer sees its consumer go and come back
+        (Mutter disables and re-enables the stream, and paints it anew)."""
+        self._pw.pw_thread_loop_lock(self._loop)
+        try:
+            if self._stream is None:
+                return
+            self._pw.pw_stream_disconnect(self._stream)
+            with self._lock:
+                self._first_buffer_at = 0.0
+            self._connect()
+            self.reconnects += 1
+        finally:
+            self._pw.pw_thread_loop_unlock(self._loop)
 
     def _stream_on_fd(self, loop: int, remote_fd: int, name: str, props: int) -> int | None:
         """A stream on a core connected through ``remote_fd`` (called with the loop locked;
@@ -372,6 +396,10 @@ class PipeWireStream:
         if not pw_buffer:
             return
         try:
+            if not self._first_buffer_at:
+                with self._lock:
+                    self._first_buffer_at = time.monotonic()
+                    self._frame_arrived.notify_all()
             spa = pw_buffer.contents.buffer.contents
             for i in range(spa.n_metas if spa.metas else 0):
                 meta = spa.metas[i]
@@ -420,18 +448,42 @@ class PipeWireStream:
     # -- callers -------------------------------------------------------------------------
 
     def wait_first_frame(self, timeout: float) -> None:
-        """Block until a frame has arrived; raises :class:`CaptureError` after ``timeout``."""
-        deadline = time.monotonic() + timeout
+        """Block until a frame has arrived; raises :class:`CaptureError` after ``timeout``.
+
+        Mutter 43 can send a new stream one buffer with only the pointer's metadata and then
+        nothing until the screen changes: its first paint of the stream is lost behind that
+        buffer (seen 4 in 20 starts with a second monitor and a pointer on it, on a loaded
+        machine). A screen that does not change would then never be captured. So a stream
+        that sent buffers but no pixels for ``_PIXELS_AFTER_BUFFER`` seconds, or nothing at
+        all for half of ``timeout``, is linked to its node again: the producer paints it anew.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        linked_at = started
         with self._lock:
             while self._newest < 0:
                 if self.error:
                     raise CaptureError(f"PipeWire stream of node {self.node_id}: {self.error}",
                                        node=self.node_id)
-                left = deadline - time.monotonic()
+                now = time.monotonic()
+                left = deadline - now
                 if left <= 0:
-                    raise CaptureError(f"no frame from PipeWire node {self.node_id} within {timeout:g} s",
-                                       node=self.node_id)
-                self._frame_arrived.wait(left)
+                    raise CaptureError(f"no frame from PipeWire node {self.node_id} within {timeout:g} s "
+                                       f"(linked {self.reconnects + 1} times)", node=self.node_id)
+                if self._first_buffer_at:
+                    relink_at = self._first_buffer_at + _PIXELS_AFTER_BUFFER
+                else:
+                    relink_at = linked_at + timeout / 2
+                can_relink = left > _PIXELS_AFTER_BUFFER  # time left for the new link's frame
+                if can_relink and now >= relink_at:
+                    self._lock.release()
+                    try:
+                        self._reconnect()
+                    finally:
+                        self._lock.acquire()
+                    linked_at = time.monotonic()
+                    continue
+                self._frame_arrived.wait(min(left, relink_at - now) if can_relink else left)
 
     def latest(self) -> Pixels:
         """The newest frame (HxWx4 BGRA, alpha undefined for BGRx): a view valid until the next

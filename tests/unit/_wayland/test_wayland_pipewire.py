@@ -1,9 +1,15 @@
 """The SPA pods of the PipeWire binding: the EnumFormat offered (built byte by byte) and
-the negotiated Format read back, on the bytes Mutter 43 sent (captured in the Mutter tier)."""
+the negotiated Format read back, on the bytes Mutter 43 sent (captured in the Mutter tier);
+and when a stream's first frame is asked for again."""
 
 from __future__ import annotations
 
 import struct
+import threading
+import time
+from typing import Any
+
+import pytest
 
 from deskpilot._wayland._pipewire import (
     SPA_VIDEO_FORMAT_BGRA,
@@ -58,3 +64,93 @@ def test_the_cursor_meta_pod_asks_for_spa_meta_cursor() -> None:
     assert struct.unpack_from("<IIIII", pod, 16) == (1, 0, 4, 3, 5)
     ranges = struct.unpack_from("<iii", pod, 16 + 24 + 8 + 8 + 8 + 8)
     assert ranges == (48 + 64 * 64 * 4, 48 + 4, 48 + 1024 * 1024 * 4)
+
+
+class _Producer:
+    """What a PipeWire producer does with each link of a PipeWireStream (the seam under
+    ``wait_first_frame``): per link, whether it sends a pixel-less buffer first and whether a
+    frame follows, from a thread as PipeWire's would."""
+
+    def __init__(self, links: list[tuple[bool, bool]]) -> None:
+        self.links = links
+        self.linked = 0
+
+    def stream(self) -> Any:
+        from deskpilot._wayland import _pipewire
+
+        stream = object.__new__(_pipewire.PipeWireStream)
+        stream.node_id = 39
+        stream.error = None
+        stream.reconnects = 0
+        stream._first_buffer_at = 0.0
+        stream._newest = -1
+        stream._lock = threading.Lock()
+        stream._frame_arrived = threading.Condition(stream._lock)
+
+        def relink() -> None:
+            stream.reconnects += 1
+            self.link(stream)
+
+        stream._reconnect = relink  # type: ignore[method-assign]
+        self.link(stream)
+        return stream
+
+    def link(self, stream: Any) -> None:
+        with stream._lock:
+            stream._first_buffer_at = 0.0
+        buffer_first, frame = self.links[min(self.linked, len(self.links) - 1)]
+        self.linked += 1
+
+        def produce() -> None:
+            time.sleep(0.05)
+            with stream._lock:
+                if buffer_first:
+                    stream._first_buffer_at = time.monotonic()
+                if frame:
+                    stream._newest = 0
+                stream._frame_arrived.notify_all()
+
+        threading.Thread(target=produce, daemon=True).start()
+
+
+@pytest.fixture
+def quick_relink(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deskpilot._wayland import _pipewire
+
+    monkeypatch.setattr(_pipewire, "_PIXELS_AFTER_BUFFER", 0.2)
+
+
+@pytest.mark.usefixtures("quick_relink")
+def test_a_first_buffer_without_pixels_gets_the_stream_linked_again() -> None:
+    # Mutter 43's lost first paint: a metadata-only buffer, then nothing; the next link paints.
+    producer = _Producer([(True, False), (True, True)])
+    stream = producer.stream()
+    started = time.monotonic()
+    stream.wait_first_frame(5.0)
+    assert (stream.reconnects, producer.linked) == (1, 2)
+    assert 0.2 <= time.monotonic() - started < 2.0
+
+
+@pytest.mark.usefixtures("quick_relink")
+def test_a_stream_whose_first_buffer_is_a_frame_is_not_linked_again() -> None:
+    producer = _Producer([(True, True)])
+    stream = producer.stream()
+    stream.wait_first_frame(5.0)
+    time.sleep(0.3)
+    assert stream.reconnects == 0
+
+
+@pytest.mark.usefixtures("quick_relink")
+def test_a_stream_that_never_paints_fails_with_how_often_it_was_linked() -> None:
+    from deskpilot.errors import CaptureError
+
+    producer = _Producer([(True, False)])
+    stream = producer.stream()
+    started = time.monotonic()
+    with pytest.raises(CaptureError, match=r"no frame from PipeWire node 39 within 1 s \(linked \d+ times\)") as raised:
+        stream.wait_first_frame(1.0)
+    assert time.monotonic() - started >= 1.0
+    # Linked again 0.2 s after each link's buffer while the new link had time to paint (4
+    # links when nothing is late), never more.
+    linked = int(str(raised.value).split("linked ")[1].split()[0])
+    assert 2 <= linked == producer.linked == stream.reconnects + 1 <= 4
