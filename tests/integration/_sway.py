@@ -121,21 +121,48 @@ class GtkApp:
         it to (x, y), a physical point on the window, until the app reports the pointer
         entered. sway puts a new window under the pointer only when it applies the window's
         placement, a transaction that waits for the app's next commit (longer on a loaded
-        machine than the app's ``ready`` lead): a click sent before lands on no window."""
-        mark = self.mark()
+        machine than the app's ``ready`` lead): a click sent before lands on no window.
+
+        The app reports its first pointer motion once, whenever it came: sway may route one
+        before this call, when the pointer already rests where the window opens (``focus
+        output`` warps it to the output's centre, and a scale change clamps it into the
+        output). Any motion routed to the window means its placement is applied."""
         deadline = time.monotonic() + timeout
         while True:
             for dx in (1, 0):  # a real motion, whether or not the pointer was at (x, y) already
                 hands.move(x + dx, y)
             hands.sync()
             try:
-                self.wait_for(lambda r: r["type"] == "enter", timeout=0.1, since=mark)
+                self.wait_for(lambda r: r["type"] == "enter", timeout=0.1)
                 return
             except AssertionError:
                 if time.monotonic() > deadline:
                     raise AssertionError(f"the pointer at ({x}, {y}) never entered the app's window within "
-                                         f"{timeout:g} s; got {self.since(mark)}; sway's windows: "
-                                         f"{self._windows()}") from None
+                                         f"{timeout:g} s; got {self.since(0)}; sway's windows: "
+                                         f"{self._windows()}; on screen: {self._on_screen()}; the app "
+                                         f"{'runs' if self.proc.poll() is None else 'exited'}") from None
+
+    def _on_screen(self) -> str:
+        """What the first output shows (for a failure's message): how much of it is the app's
+        pattern, and where the rest is (headless sway draws its cursor into the frame)."""
+        try:
+            from deskpilot.capture import Capturer
+
+            with Capturer("wlroots", monitor=1, cursor=False) as cap:
+                rgb = cap.grab().rgb
+            width, height = self.ready["width"], self.ready["height"]
+            scale = rgb.shape[1] / width
+            ys, xs = np.mgrid[0 : rgb.shape[0], 0 : rgb.shape[1]]
+            expected = expected_pattern(width + BLOCK, height + BLOCK)[(ys / scale).astype(int), (xs / scale).astype(int)]
+            differ = np.argwhere((np.abs(rgb.astype(np.int16) - expected) > 8).any(axis=2))
+            if not differ.size:
+                return "the app's pattern, no cursor"
+            (top, left), (bottom, right) = differ.min(axis=0), differ.max(axis=0)
+            # At a scale other than 1 block edges are resampled: a shown app differs there too.
+            return (f"{len(differ)} of {rgb.shape[0] * rgb.shape[1]} pixels not the app's pattern, within "
+                    f"x {left}..{right}, y {top}..{bottom}")
+        except Exception as exc:  # a diagnostic: never hide the failure it explains
+            return f"(no screenshot: {exc})"
 
     def _windows(self) -> list[tuple[Any, ...]]:
         """Where sway has its outputs and windows (for a failure's message)."""
