@@ -468,8 +468,10 @@ class PipeWireStream:
                 now = time.monotonic()
                 left = deadline - now
                 if left <= 0:
+                    links = self.reconnects + 1
                     raise CaptureError(f"no frame from PipeWire node {self.node_id} within {timeout:g} s "
-                                       f"(linked {self.reconnects + 1} times)", node=self.node_id)
+                                       f"(linked {links} time{'s' if links > 1 else ''})", node=self.node_id,
+                                       links=links)
                 if self._first_buffer_at:
                     relink_at = self._first_buffer_at + _PIXELS_AFTER_BUFFER
                 else:

@@ -152,5 +152,5 @@ def test_a_stream_that_never_paints_fails_with_how_often_it_was_linked() -> None
     assert time.monotonic() - started >= 1.0
     # Linked again 0.2 s after each link's buffer while the new link had time to paint (4
     # links when nothing is late), never more.
-    linked = int(str(raised.value).split("linked ")[1].split()[0])
+    linked = raised.value.details["links"]
     assert 2 <= linked == producer.linked == stream.reconnects + 1 <= 4
