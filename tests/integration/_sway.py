@@ -123,8 +123,8 @@ class GtkApp:
         placement, a transaction that waits for the app's next commit (longer on a loaded
         machine than the app's ``ready`` lead): a click sent before lands on no window.
 
-        The app reports its first pointer motion once, whenever it came: sway may route one
-        before this call, when the pointer already rests where the window opens (``focus
+        The app reports its first pointer motion after ``ready`` once, whenever it came: sway
+        may route one before this call, when the pointer already rests where the window opens (``focus
         output`` warps it to the output's centre, and a scale change clamps it into the
         output). Any motion routed to the window means its placement is applied."""
         deadline = time.monotonic() + timeout

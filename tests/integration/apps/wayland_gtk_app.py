@@ -11,7 +11,7 @@ change of its text is reported. Prints one JSON line ``{"type": "ready", "width"
 per event: ``{"type": "click", "x": X, "y": Y, "button": N}`` (logical window
 coordinates; ``release`` alike), ``{"type": "scroll", "dx": DX, "dy": DY}``, ``{"type": "text", "text": T}``,
 and in pattern mode ``{"type": "enter", "x": X, "y": Y}`` at the first pointer motion over the
-window (the compositor routes pointer input to it from then on).
+window after ``ready`` (the compositor routes pointer input to it from then on).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def main() -> None:
     settings.set_property("gtk-enable-animations", False)
     window = Gtk.Window(title=f"wayland gtk app {mode}")
     window.set_decorated(False)
-    ready = {"sent": False}
+    ready = {"sent": False, "announced": False}
 
     def after_paint(_clock: Gdk.FrameClock) -> None:
         # The first frame painted full screen (the first ones may come before sway's
@@ -54,8 +54,12 @@ def main() -> None:
         area = Gdk.Display.get_default().get_monitor_at_window(window.get_window()).get_geometry()
         if not ready["sent"] and (alloc.width, alloc.height) == (area.width, area.height):
             ready["sent"] = True
-            GLib.timeout_add(150, lambda: emit(type="ready", width=alloc.width, height=alloc.height,
-                                               scale=window.get_scale_factor()) and False)
+            def announce() -> bool:
+                emit(type="ready", width=alloc.width, height=alloc.height, scale=window.get_scale_factor())
+                ready["announced"] = True
+                return False
+
+            GLib.timeout_add(150, announce)
 
     def mapped(_widget: Gtk.Widget, _event: Gdk.Event) -> bool:
         clock = window.get_frame_clock()
@@ -107,8 +111,9 @@ def main() -> None:
         entered = {"seen": False}
 
         def motion(_widget: Gtk.Widget, event: Gdk.EventMotion) -> bool:
-            # The first motion only: the pointer is routed here from now on.
-            if not entered["seen"]:
+            # The first motion after "ready" only: the pointer is routed to the window in its
+            # final place from now on (one before could hit it mid-way to full screen).
+            if ready["announced"] and not entered["seen"]:
                 entered["seen"] = True
                 emit(type="enter", x=event.x, y=event.y)
             return False
