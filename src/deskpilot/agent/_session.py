@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, cast
 
 from deskpilot import imaging
-from deskpilot._errors import ModelHTTPError
+from deskpilot._errors import ModelHTTPError, RunInterrupted
 from deskpilot._untrusted import token_count
 from deskpilot.agent._config import AgentConfig
 from deskpilot.agent._limits import RunLimits
@@ -355,6 +355,10 @@ class Session:
         return self._pending
 
     def _open(self, role: str) -> Turn:
+        if self.ctx.stop.is_set():
+            # Every mode asks through here: a stop that could not cancel the mode ends it
+            # at its next request, whatever the mode does with refused actions.
+            raise RunInterrupted("the run is stopping", reason="stop")
         self._turn_numbers += 1
         turn = Turn(self._turn_numbers, role)
         turn.record.update({"turn": turn.number, "time": round(time.time(), 3), "mode": self.mode, "role": role})

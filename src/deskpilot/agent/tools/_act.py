@@ -103,12 +103,18 @@ async def act(ctx: ToolContext, action: Action, *, hands: Hands | None = None, p
     """
     if isinstance(action, PASSIVE):
         return Performed(action)
+    # A stopping run refuses before the policy is asked: the policy's refusal is a tool
+    # result the model reads, and a run whose stop could not cancel its mode (the stop came
+    # before the mode's task, or the cancellation was lost on the way) would go on turn
+    # after turn with every action refused.
+    if ctx.stop.is_set():
+        raise RunInterrupted("input refused: the run is stopping", reason="stop")
     target = ctx.hands if hands is None else hands
     if _at_pointer(action):
         where = await ctx.run_blocking(target.position)
         action = _placed(action, (int(where[0]), int(where[1])))
     await ctx.acheck_policy(action)
-    if ctx.stop.is_set():
+    if ctx.stop.is_set():  # stopped while the policy was asked (a confirmation, say)
         raise RunInterrupted("input refused: the run is stopping", reason="stop")
     if isinstance(action, TypeText):
         text = action.text

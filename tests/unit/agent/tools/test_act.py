@@ -473,3 +473,26 @@ def test_a_stop_that_came_while_the_policy_decided_sends_nothing(action: Action)
     with pytest.raises(RunInterrupted):
         asyncio.run(go())
     assert desk.events == []
+
+
+@pytest.mark.parametrize("action", [Click((10, 10)), TypeText("never typed"), KeyPress("enter")], ids=["click", "type", "key"])
+def test_a_stopping_run_refuses_before_the_policy_is_asked(action: Action) -> None:
+    """The policy's refusal is a tool result the model reads: a run whose stop could not
+    cancel its mode must still end at its next action, not go on with every action refused
+    (seen in CI: a tripped kill switch, then 500 refused clicks up to --max-steps)."""
+    from deskpilot._errors import RunInterrupted
+
+    desk = SimulatedDesktop()
+    policy = RecordingPolicy(allow=False)
+    ctx = context(desk, policy)
+    ctx.stop.set()
+
+    async def go() -> Performed:
+        try:
+            return await act(ctx, action)
+        finally:
+            ctx.close()
+
+    with pytest.raises(RunInterrupted):
+        asyncio.run(go())
+    assert policy.seen == [] and desk.events == []
