@@ -452,6 +452,13 @@ def test_every_qwen_action_has_an_example() -> None:
     assert {args["action"] for args in _QWEN["computer_use"]} == set(ACTIONS)
 
 
+async def _act_then_close(ctx: ToolContext, action: Action) -> Performed:
+    try:
+        return await act(ctx, action)
+    finally:
+        ctx.close()
+
+
 @pytest.mark.parametrize("action", [Click((10, 10)), TypeText("never typed"), KeyPress("enter")], ids=["click", "type", "key"])
 def test_a_stop_that_came_while_the_policy_decided_sends_nothing(action: Action) -> None:
     from deskpilot._errors import RunInterrupted
@@ -464,14 +471,8 @@ def test_a_stop_that_came_while_the_policy_decided_sends_nothing(action: Action)
 
     ctx.policy_async = stop_while_deciding
 
-    async def go() -> Performed:
-        try:
-            return await act(ctx, action)
-        finally:
-            ctx.close()
-
     with pytest.raises(RunInterrupted):
-        asyncio.run(go())
+        asyncio.run(_act_then_close(ctx, action))
     assert desk.events == []
 
 
@@ -487,12 +488,6 @@ def test_a_stopping_run_refuses_before_the_policy_is_asked(action: Action) -> No
     ctx = context(desk, policy)
     ctx.stop.set()
 
-    async def go() -> Performed:
-        try:
-            return await act(ctx, action)
-        finally:
-            ctx.close()
-
     with pytest.raises(RunInterrupted):
-        asyncio.run(go())
+        asyncio.run(_act_then_close(ctx, action))
     assert policy.seen == [] and desk.events == []
